@@ -1,0 +1,65 @@
+# llmops.sglang: developer entry points. `make lab` runs the main job on a one-host lab,
+# `make test` runs every test. Both install what they need (needs root: the lab boots
+# systemd-nspawn hosts).
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+ROOT := $(abspath .)
+VENV := $(ROOT)/.venv
+BIN := $(VENV)/bin
+LAB := $(ROOT)/tests/lab/bin/lab
+export LLMOPS_CACHE ?= $(ROOT)/.cache
+export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/collections
+export PATH := $(BIN):$(PATH)
+LAB_PROFILE ?= rtxpro6000x8
+SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
+
+.PHONY: help setup lab lab-down test lint sanity units molecule integration build-check bench clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/ansible-playbook: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+setup: $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
+	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd; }
+	tests/lab/bin/install-collections
+
+lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml against it
+	$(LAB) down lab1 >/dev/null
+	$(LAB) up lab1 1 $(LAB_PROFILE)
+	$(LAB) inventory $(ROOT)/.lab/inventory.yml
+	ansible-playbook site.yml -i $(ROOT)/.lab/inventory.yml -i tests/lab/inventory/group_vars.yml
+
+lab-down: ## Destroy every lab host
+	$(LAB) down-all
+
+test: setup lint sanity units molecule integration build-check ## Run every test (what CI runs)
+
+lint: setup ## ansible-lint (production profile)
+	ansible-lint --offline
+
+sanity: setup ## ansible-test sanity for Python 3.11
+	tests/bin/sanity
+
+units: setup ## Unit tests (pytest)
+	pytest -q -n 2 tests/unit
+
+molecule: setup ## Every molecule scenario (lab hosts)
+	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s || exit 1; done
+
+integration: setup ## Lab integration tests (8 hosts, SSH, clean destroy)
+	pytest -q tests/integration
+
+build-check: setup ## Build the collection, install it into an empty path, use it from there
+	tests/bin/build-check
+
+bench: setup ## Benchmarks (printed numbers)
+	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
+
+clean: lab-down
+	rm -rf build .lab tests/output

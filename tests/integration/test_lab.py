@@ -1,0 +1,67 @@
+"""The lab itself: 8 real-systemd hosts over SSH, an idempotent play, and a destroy that leaves nothing."""
+
+import json
+import re
+import subprocess
+
+from conftest import ROOT, lab
+
+PLAY = """
+- name: Trivial play over SSH
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Write a file
+      ansible.builtin.copy:
+        dest: /etc/lab-probe
+        content: "{{ inventory_hostname }}\\n"
+        mode: "0644"
+    - name: Read systemd's state
+      ansible.builtin.command: systemctl is-system-running
+      register: state
+      changed_when: false
+      failed_when: state.stdout not in ['running', 'degraded']
+    - name: Reach every other host over the bridge
+      ansible.builtin.command: "python3 -c 'import socket,sys; [socket.create_connection((h, 22), 3).close() for h in sys.argv[1:]]' {{ groups.all | map('extract', hostvars, 'ansible_host') | join(' ') }}"
+      changed_when: false
+"""
+
+
+def recap(output):
+    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+            for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)}
+
+
+def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
+    lab("down-all")
+    try:
+        up = lab("up-many", "8", "itest")
+        hosts = [json.loads(line) for line in up.stdout.splitlines() if line.startswith("{")]
+        assert sorted(h["name"] for h in hosts) == [f"itest{i}" for i in range(1, 9)]
+        assert all(h["state"] in ("running", "degraded") for h in hosts)
+        inventory = tmp_path / "inventory.yml"
+        lab("inventory", str(inventory), "lab")
+        play = tmp_path / "play.yml"
+        play.write_text(PLAY)
+        cmd = [str(ROOT / ".venv" / "bin" / "ansible-playbook"),
+               "-i", str(inventory), str(play)]
+        first = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+        first_recap = recap(first.stdout)
+        assert len(first_recap) == 8 and all(r["changed"] == 1 and r["failed"] == 0 for r in first_recap.values()), first_recap
+        second = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600)
+        assert second.returncode == 0, second.stdout[-3000:]
+        second_recap = recap(second.stdout)
+        assert len(second_recap) == 8 and all(r["changed"] == 0 and r["failed"] == 0 for r in second_recap.values()), second_recap
+        # The transport really is SSH into the host's own network namespace.
+        who = lab("ssh", "itest3", "hostname; ip -4 -o addr show eth0")
+        assert who.stdout.startswith("itest3") and "10.78.0.13/24" in who.stdout
+    finally:
+        lab("down-all")
+    assert lab("leftovers").stdout.strip() == ""
+    nspawn = subprocess.run(["pgrep", "-af", "systemd-nspawn"], capture_output=True, text=True).stdout
+    assert "/.lab/run/itest" not in nspawn, "systemd-nspawn still running: " + nspawn
+    mounts = open("/proc/mounts", encoding="utf-8").read()
+    assert "/.lab/run/" not in mounts
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "lab-itest" not in netns
