@@ -38,7 +38,8 @@ lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml 
 lab-down: ## Destroy every lab host
 	$(LAB) down-all
 
-test: setup lint sanity units molecule integration build-check ## Run every test (what CI runs)
+test: setup ## Run every test, stage by stage (what CI runs)
+	tests/bin/test-all
 
 lint: setup ## ansible-lint (production profile)
 	ansible-lint --offline

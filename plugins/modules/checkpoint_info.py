@@ -1,0 +1,363 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: checkpoint_info
+short_description: Inspect a model checkpoint directory the way SGLang reads it
+version_added: 0.1.0
+description:
+  - Reads C(config.json) (including a nested C(text_config)), C(hf_quant_config.json) and
+    C(model.safetensors.index.json) of a Hugging Face checkpoint directory on the managed host.
+  - Reports the architecture (layer count, full-attention layer ids, KV heads, head dim, linear-attention
+    (Gated DeltaNet) dimensions, dtype, context length) and the quantization metadata in both NVIDIA ModelOpt
+    layouts (nested C(quantization) in C(hf_quant_config.json) and inline C(quantization_config) with
+    C(kv_cache_scheme) in C(config.json)).
+  - Reports what C(--kv-cache-dtype auto) resolves to. SGLang reads C(config.json)'s C(quantization_config)
+    first and, in newer releases, falls back to C(hf_quant_config.json) for missing KV-cache metadata; an
+    FP8 C(kv_cache_quant_algo) (or an 8-bit float C(kv_cache_scheme)) makes the KV cache C(fp8_e4m3),
+    anything else keeps the model dtype.
+  - Reports whether calibrated C(k_scale)/C(v_scale)/C(kv_scale) tensors exist. Without them an FP8 KV cache
+    runs with scale 1.0.
+  - Lists every shard named by the index with its size on disk. Safetensors headers are read to tell a
+    truncated shard from a complete one.
+author:
+  - llmops maintainers (@llmops)
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in diff mode) when in diff mode.
+    support: none
+options:
+  path:
+    description:
+      - The checkpoint directory, the one holding C(config.json) and the C(*.safetensors) shards.
+    type: path
+    required: true
+  verify_shards:
+    description:
+      - Fail when a shard named by the index (or by O(expected_sizes)) is missing, empty, truncated, of the
+        wrong size, or lacks tensors the index places in it. The failure message names every bad shard.
+      - When false the same findings are only reported in RV(shards).
+    type: bool
+    default: false
+  expected_sizes:
+    description:
+      - Optional map of shard file name (relative to O(path)) to its exact size in bytes, for example from the
+        model hub's file listing. A shard smaller than its entry counts as truncated, any other difference as
+        a size mismatch.
+    type: dict
+notes:
+  - Reads files only; never changes the host.
+  - A shard is truncated when it is shorter than its own safetensors header says, when it is shorter than
+    its O(expected_sizes) entry, or (for shards whose header cannot be read) when all shards together are
+    smaller than the index's C(metadata.total_size).
+"""
+
+EXAMPLES = r"""
+- name: Inspect the staged checkpoint
+  llmops.sglang.checkpoint_info:
+    path: /models/Qwen3.5-397B-A17B-NVFP4
+  register: ckpt
+
+- name: Refuse to serve a checkpoint whose KV cache would silently become FP8
+  ansible.builtin.assert:
+    that: ckpt.kv_cache_dtype_auto != 'fp8_e4m3' or sglang_kv_cache_dtype in ['bf16', 'bfloat16']
+    fail_msg: "{{ ckpt.kv_cache_quant_source }} turns the KV cache to FP8 with --kv-cache-dtype auto"
+
+- name: Verify that every shard is present and complete before restarting the service
+  llmops.sglang.checkpoint_info:
+    path: /models/Qwen3.5-397B-A17B-NVFP4
+    verify_shards: true
+"""
+
+RETURN = r"""
+path:
+  description: Absolute path of the checkpoint directory.
+  returned: always
+  type: str
+  sample: /models/Qwen3.5-397B-A17B-NVFP4
+files:
+  description: The metadata files found (null when absent).
+  returned: always
+  type: dict
+  contains:
+    config_json:
+      description: Path of C(config.json).
+      type: str
+    hf_quant_config_json:
+      description: Path of C(hf_quant_config.json), or null.
+      type: str
+    index_json:
+      description: Path of C(model.safetensors.index.json), or null.
+      type: str
+architecture:
+  description: Architecture facts that size the KV cache and the Mamba state.
+  returned: always
+  type: dict
+  contains:
+    architectures:
+      description: The C(architectures) list of C(config.json).
+      type: list
+      elements: str
+      sample: [Qwen3_5MoeForConditionalGeneration]
+    model_type:
+      description: Top-level C(model_type).
+      type: str
+      sample: qwen3_5_moe
+    text_model_type:
+      description: C(model_type) of the language model (C(text_config) when nested).
+      type: str
+      sample: qwen3_5_moe_text
+    attention:
+      description: C(mha) (multi-head or grouped-query attention) or C(mla) (multi-head latent attention).
+      type: str
+    num_hidden_layers:
+      description: Decoder layers.
+      type: int
+      sample: 60
+    layer_types_from:
+      description: Where the layer kinds came from, C(layer_types), C(full_attention_interval) or C(num_hidden_layers).
+      type: str
+    full_attention_interval:
+      description: C(full_attention_interval) from the config, or null.
+      type: int
+    full_attention_layer_ids:
+      description: Layers with a KV cache.
+      type: list
+      elements: int
+      sample: [3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59]
+    linear_attention_layer_ids:
+      description: Linear-attention (Gated DeltaNet) layers, which hold Mamba-style state instead of KV.
+      type: list
+      elements: int
+    other_layer_ids:
+      description: Layers of any other kind (not counted in KV budgets).
+      type: list
+      elements: int
+    num_full_attention_layers:
+      description: Count of full-attention layers.
+      type: int
+      sample: 15
+    num_linear_attention_layers:
+      description: Count of linear-attention layers.
+      type: int
+      sample: 45
+    hidden_size:
+      description: Hidden size.
+      type: int
+    num_attention_heads:
+      description: Query heads.
+      type: int
+    num_key_value_heads:
+      description: KV heads.
+      type: int
+      sample: 2
+    head_dim:
+      description: Attention head dimension.
+      type: int
+      sample: 256
+    linear_num_key_heads:
+      description: Linear-attention key heads.
+      type: int
+    linear_num_value_heads:
+      description: Linear-attention value heads.
+      type: int
+    linear_key_head_dim:
+      description: Linear-attention key head dimension.
+      type: int
+    linear_value_head_dim:
+      description: Linear-attention value head dimension.
+      type: int
+    linear_conv_kernel_dim:
+      description: Linear-attention short convolution kernel size.
+      type: int
+    torch_dtype:
+      description: Model dtype (C(dtype) or C(torch_dtype)).
+      type: str
+      sample: bfloat16
+    mamba_ssm_dtype:
+      description: C(mamba_ssm_dtype) from the config, or null.
+      type: str
+    max_position_embeddings:
+      description: Native context length.
+      type: int
+      sample: 262144
+    num_experts:
+      description: Routed experts (MoE), or null.
+      type: int
+    num_experts_per_tok:
+      description: Experts per token (MoE), or null.
+      type: int
+quantization:
+  description: Quantization metadata as SGLang uses it.
+  returned: always
+  type: dict
+  contains:
+    method:
+      description: The quantization method SGLang auto-detects, for example C(modelopt_fp4).
+      type: str
+      sample: modelopt_fp4
+    quant_algo:
+      description: Weight quantization algorithm.
+      type: str
+      sample: NVFP4
+    group_size:
+      description: Quantization group size.
+      type: int
+      sample: 16
+    producer:
+      description: Producer name and version.
+      type: dict
+    source:
+      description: The block SGLang reads first (C(config.json:quantization_config) or C(hf_quant_config.json)).
+      type: str
+    exclude_modules:
+      description: Modules left unquantized (C(exclude_modules) or C(ignore)).
+      type: list
+      elements: str
+    config_json:
+      description: The parsed C(quantization_config) of C(config.json), or null.
+      type: dict
+    hf_quant_config_json:
+      description: The parsed C(hf_quant_config.json), or null.
+      type: dict
+    kv_cache_quant_algo:
+      description: Effective KV-cache quantization algorithm.
+      type: str
+    kv_cache_quant_source:
+      description: File and key the KV-cache algorithm came from.
+      type: str
+    kv_cache_dtype_auto:
+      description: What C(--kv-cache-dtype auto) resolves to.
+      type: str
+    kv_cache_dtype_auto_without_hf_fallback:
+      description: The same for SGLang releases that ignore C(hf_quant_config.json) when C(config.json) has a C(quantization_config).
+      type: str
+kv_cache_quant_algo:
+  description: Effective KV-cache quantization algorithm (C(FP8)), or null.
+  returned: always
+  type: str
+  sample: FP8
+kv_cache_quant_source:
+  description: File and key the KV-cache algorithm came from, or null.
+  returned: always
+  type: str
+  sample: hf_quant_config.json (quantization.kv_cache_quant_algo)
+kv_cache_dtype_auto:
+  description: What C(--kv-cache-dtype auto) resolves to for this checkpoint (C(fp8_e4m3) or the model dtype).
+  returned: always
+  type: str
+  sample: fp8_e4m3
+kv_scales_present:
+  description: Whether any C(k_scale)/C(v_scale)/C(kv_scale) tensor is named by the weights.
+  returned: always
+  type: bool
+  sample: false
+kv_scale_tensors:
+  description: Counts of KV scale tensors and a few example names.
+  returned: always
+  type: dict
+  contains:
+    k_scale:
+      description: Tensors named C(*k_scale).
+      type: int
+    v_scale:
+      description: Tensors named C(*v_scale).
+      type: int
+    kv_scale:
+      description: Tensors named C(*kv_scale).
+      type: int
+    present:
+      description: Any of the above.
+      type: bool
+    examples:
+      description: Up to six tensor names.
+      type: list
+      elements: str
+fp8_kv_with_unit_scales:
+  description: True when C(auto) resolves to FP8 and the checkpoint carries no KV scales (the KV cache runs with scale 1.0).
+  returned: always
+  type: bool
+  sample: true
+shards:
+  description: Every shard named by the index (or the single C(model.safetensors)) with its state on disk.
+  returned: always
+  type: dict
+  contains:
+    source:
+      description: C(model.safetensors.index.json), C(model.safetensors), or null when neither exists.
+      type: str
+    count:
+      description: Number of shards checked.
+      type: int
+    files:
+      description: One entry per shard with C(name), C(path), C(tensors_in_index), C(exists), C(size_bytes),
+        C(expected_bytes), C(data_bytes), C(status) (C(ok), C(missing), C(empty), C(truncated), C(size_mismatch),
+        C(mismatch) or C(unreadable)) and C(problem).
+      type: list
+      elements: dict
+    index_total_size:
+      description: C(metadata.total_size) of the index, or null.
+      type: int
+    on_disk_bytes:
+      description: Sum of the shard sizes on disk.
+      type: int
+    missing:
+      description: Missing shards.
+      type: list
+      elements: str
+    truncated:
+      description: Truncated or empty shards.
+      type: list
+      elements: str
+    problems:
+      description: One sentence per bad shard.
+      type: list
+      elements: str
+    ok:
+      description: True when at least one shard exists and every shard is complete.
+      type: bool
+notes:
+  description: Findings worth a look (FP8 KV with unit scales, disagreeing quantization files, unknown fields).
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.sglang.plugins.module_utils._checkpoint import CheckpointError, inspect_checkpoint
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            verify_shards=dict(type="bool", default=False),
+            expected_sizes=dict(type="dict"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        info = inspect_checkpoint(module.params["path"], expected_sizes=module.params["expected_sizes"])
+    except CheckpointError as exc:
+        module.fail_json(msg=str(exc))
+
+    notes = info.pop("warnings")
+    if module.params["verify_shards"] and not info["shards"]["ok"]:
+        problems = info["shards"]["problems"] or ["no shards found: the checkpoint has neither %s nor %s"
+                                                  % ("model.safetensors.index.json", "model.safetensors")]
+        module.fail_json(msg="checkpoint %s is incomplete: %s. Re-stage (re-download or re-copy) the listed files."
+                         % (info["path"], "; ".join(problems)), notes=notes, **info)
+    module.exit_json(changed=False, notes=notes, **info)
+
+
+if __name__ == "__main__":
+    main()
