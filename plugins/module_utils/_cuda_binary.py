@@ -1,0 +1,423 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""List the CUDA device code (cubins, PTX) embedded in shared libraries and wheels.
+
+Pure Python (stdlib only, Python 3.9+). Everything that runs ``cuobjdump`` takes a ``runner``
+callable ``runner(argv) -> (rc, stdout, stderr)`` so the Ansible module can pass its own
+``run_command``.
+
+Arch naming follows cuobjdump: a cubin for ``sm_120a`` is listed as ``NAME.N.sm_120a.cubin`` and PTX
+for the virtual arch ``compute_120a`` as ``NAME.N.sm_120a.ptx``; both are reported as ``sm_120a``.
+``--list-elf`` drops the family suffix (an ``sm_120f`` cubin is listed as ``...sm_120.cubin``), so
+when a plain ``sm_N`` (N >= 100, where families exist) cubin is listed the fatbin headers printed by
+``--dump-elf-symbols`` (``arch = sm_120f``) are read to get the real arch.
+
+Requirement rule (``arch_satisfied``), cubins only:
+- ``sm_N``  is met by any cubin for arch number N: ``sm_N``, ``sm_Na`` or ``sm_Nf`` (all load on a
+  compute capability N/10 device).
+- ``sm_Na`` is met by an ``sm_Na`` cubin; with ``accept_family`` also by an ``sm_Nf`` cubin of the
+  same number (family code carries the family's arch-specific features, e.g. FP4 block-scaled MMA
+  on SM120). A family cubin of another number (``sm_100f`` for ``sm_103a``) never counts.
+- ``sm_Nf`` is met only by an ``sm_Nf`` cubin (an ``sm_Na`` cubin does not load on the other
+  family members).
+- PTX never meets a requirement: it is JIT-compiled at load time, and arch-specific PTX
+  (``compute_120a``) only for that exact arch.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import zipfile
+
+NO_DEVICE_CODE = "does not contain device code"
+CUOBJDUMP_PYPI = "nvidia-cuda-cuobjdump"
+
+_LISTING_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(.+?)\s*$")
+_NAME_ARCH_RE = re.compile(r"\.(sm_\d+[a-z]?)\.(?:cubin|ptx)$")
+_HEADER_RE = re.compile(r"^Fatbin (elf|ptx) code:\s*$")
+_HEADER_ARCH_RE = re.compile(r"^arch = (sm_\d+[a-z]?)\s*$")
+_ARCH_RE = re.compile(r"^(?:sm_)?(\d+)([af]?)$")
+_DOTTED_ARCH_RE = re.compile(r"^(\d+)\.(\d)([af]?)$")
+_GPU_CODE_RE = re.compile(r"^((?:sm|compute)_\d+[a-z]?)$")
+_VERSION_RE = re.compile(r"\bV(\d+\.\d+\.\d+)\b")
+_SHARED_LIB_RE = re.compile(r"\.so(?:\.\d+)*$")
+
+
+class CudaBinaryError(Exception):
+    """A failure with a message that names the cause and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Arch names
+
+def split_arch(arch):
+    """``'sm_120a'`` -> ``(120, 'a')``; ``None`` for anything that is not ``sm_<number>[a|f]``."""
+    match = _ARCH_RE.match(arch)
+    if not match or not arch.startswith("sm_"):
+        return None
+    return int(match.group(1)), match.group(2)
+
+
+def normalize_arch(text):
+    """Accept ``sm_120a``, ``120a`` (CMake) or ``12.0a`` (TORCH_CUDA_ARCH_LIST); return ``sm_120a``."""
+    value = str(text).strip().lower()
+    dotted = _DOTTED_ARCH_RE.match(value)
+    if dotted:
+        return "sm_%d%s%s" % (int(dotted.group(1)), dotted.group(2), dotted.group(3))
+    match = _ARCH_RE.match(value)
+    if match:
+        return "sm_%d%s" % (int(match.group(1)), match.group(2))
+    raise CudaBinaryError(
+        "%r is not a GPU arch: write it as sm_120a, 120a or 12.0a (an optional a = arch-specific or "
+        "f = family suffix after the compute capability digits)" % (text,))
+
+
+def torch_arch(arch):
+    """``sm_120a`` -> ``12.0a`` (the TORCH_CUDA_ARCH_LIST spelling)."""
+    number, suffix = split_arch(arch)
+    return "%d.%d%s" % (number // 10, number % 10, suffix)
+
+
+def cmake_arch(arch):
+    """``sm_120a`` -> ``120a`` (the CMAKE_CUDA_ARCHITECTURES spelling)."""
+    number, suffix = split_arch(arch)
+    return "%d%s" % (number, suffix)
+
+
+def arch_satisfied(required, cubin_archs, accept_family=False):
+    """Whether the cubin archs meet one required arch (rule in the module docstring)."""
+    number, suffix = split_arch(required)
+    for arch in cubin_archs:
+        parsed = split_arch(arch)
+        if parsed is None or parsed[0] != number:
+            continue
+        if suffix == "" or parsed[1] == suffix:
+            return True
+        if suffix == "a" and parsed[1] == "f" and accept_family:
+            return True
+    return False
+
+
+def missing_archs(required, cubin_archs, accept_family=False):
+    return [arch for arch in required if not arch_satisfied(arch, cubin_archs, accept_family)]
+
+
+def _sort_key(arch):
+    parsed = split_arch(arch)
+    return (parsed[0], parsed[1]) if parsed else (sys.maxsize, arch)
+
+
+def sorted_archs(archs):
+    return sorted(set(archs), key=_sort_key)
+
+
+def parse_gpu_code_list(text):
+    """Arch names from ``nvcc --list-gpu-code`` / ``--list-gpu-arch`` (an echoed command line is skipped)."""
+    return [line.strip() for line in text.splitlines() if _GPU_CODE_RE.match(line.strip())]
+
+
+def toolkit_can_build(arch, gpu_code_list):
+    """Whether a toolkit whose ``--list-gpu-code`` is given knows the base arch of ``arch``.
+
+    nvcc lists base archs only (``sm_120``); the ``a``/``f`` variants exist for every listed base
+    from sm_90 (``a``) and sm_100 (``f``, CUDA >= 12.9) on.
+    """
+    number, _suffix = split_arch(arch)
+    return "sm_%d" % number in gpu_code_list
+
+
+# ---------------------------------------------------------------------------------------------
+# cuobjdump output
+
+def parse_listing(kind, rc, stdout, stderr):
+    """Parse ``cuobjdump --list-elf`` (kind ``'elf'``) or ``--list-ptx`` (``'ptx'``) output.
+
+    Returns ``(has_device_code, [{'name': ..., 'arch': ...}, ...])``. A library without device code
+    (exit 255, "does not contain device code") is ``(False, [])``; "No ELF/PTX file found" is
+    ``(True, [])``. Any other failure raises CudaBinaryError.
+    """
+    if NO_DEVICE_CODE in stderr:
+        return False, []
+    if rc != 0:
+        detail = (stderr or stdout).strip() or "no output"
+        raise CudaBinaryError("cuobjdump exited with %d: %s" % (rc, detail))
+    wanted = kind.upper()
+    entries = []
+    for line in stdout.splitlines():
+        match = _LISTING_RE.match(line.strip())
+        if not match or match.group(1) != wanted:
+            continue
+        name = match.group(2)
+        arch = _NAME_ARCH_RE.search(name)
+        entries.append({"name": name, "arch": arch.group(1) if arch else None})
+    return True, entries
+
+
+def parse_fatbin_headers(stdout):
+    """``[('elf'|'ptx', arch), ...]`` in file order from the headers of ``--dump-elf-symbols`` output."""
+    headers = []
+    pending = None
+    for line in stdout.splitlines():
+        line = line.strip()
+        header = _HEADER_RE.match(line)
+        if header:
+            pending = header.group(1)
+            continue
+        arch = _HEADER_ARCH_RE.match(line)
+        if arch and pending:
+            headers.append((pending, arch.group(1)))
+            pending = None
+    return headers
+
+
+def needs_header_pass(cubins):
+    """A plain ``sm_N`` cubin with N >= 100 may really be a family (``sm_Nf``) cubin."""
+    for cubin in cubins:
+        parsed = split_arch(cubin["arch"] or "")
+        if parsed and parsed[1] == "" and parsed[0] >= 100:
+            return True
+    return False
+
+
+def refine_cubin_archs(cubins, headers):
+    """Take each cubin's arch from the matching fatbin header when both lists line up.
+
+    Returns ``(cubins, refined)``; the list is unchanged (refined False) when the counts or the
+    arch numbers disagree, so a surprise in the output never invents an arch.
+    """
+    elf_headers = [arch for kind, arch in headers if kind == "elf"]
+    if len(elf_headers) != len(cubins):
+        return cubins, False
+    refined = []
+    for cubin, header_arch in zip(cubins, elf_headers):
+        listed = split_arch(cubin["arch"] or "")
+        actual = split_arch(header_arch)
+        if listed is None or actual is None or listed[0] != actual[0]:
+            return cubins, False
+        refined.append(dict(cubin, arch=header_arch))
+    return refined, True
+
+
+def parse_version(stdout):
+    """``'13.5.37'`` from ``cuobjdump --version``; None if absent."""
+    match = _VERSION_RE.search(stdout)
+    return match.group(1) if match else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding and running cuobjdump
+
+def default_runner(argv):
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def site_dirs():
+    """site-packages folders of the running interpreter (where pip puts nvidia-cuda-cuobjdump)."""
+    dirs = []
+    paths = sysconfig.get_paths()
+    dirs.extend([paths.get("purelib"), paths.get("platlib")])
+    try:
+        dirs.extend(site.getsitepackages())
+    except AttributeError:  # some virtualenv builds of site.py lack it
+        pass
+    dirs.append(getattr(site, "USER_SITE", None))
+    dirs.extend(p for p in sys.path if p.endswith("site-packages"))
+    seen = []
+    for entry in dirs:
+        if entry and entry not in seen:
+            seen.append(entry)
+    return seen
+
+
+def cuobjdump_candidates(environ=None, sites=None, cuda_roots=("/usr/local/cuda",)):
+    """Where cuobjdump is looked for, in order: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, then the
+    PyPI package's folder (``nvidia/cu13/bin`` in current wheels, ``nvidia/cuda_cuobjdump/bin`` in
+    the CUDA 12 layout)."""
+    environ = os.environ if environ is None else environ
+    found = []
+    on_path = shutil.which("cuobjdump", path=environ.get("PATH", os.defpath))
+    if on_path:
+        found.append(on_path)
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if environ.get(var):
+            found.append(os.path.join(environ[var], "bin", "cuobjdump"))
+    found.extend(os.path.join(root, "bin", "cuobjdump") for root in cuda_roots)
+    for sitedir in (site_dirs() if sites is None else sites):
+        found.extend(sorted(glob.glob(os.path.join(sitedir, "nvidia", "cu[0-9]*", "bin", "cuobjdump")), reverse=True))
+        found.append(os.path.join(sitedir, "nvidia", "cuda_cuobjdump", "bin", "cuobjdump"))
+    return found
+
+
+def _executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_cuobjdump(explicit=None, environ=None, sites=None, cuda_roots=("/usr/local/cuda",)):
+    if explicit:
+        path = os.path.join(explicit, "cuobjdump") if os.path.isdir(explicit) else explicit
+        if not _executable(path):
+            raise CudaBinaryError(
+                "cuobjdump=%s is not an executable file: point it at the cuobjdump binary (pip install %s "
+                "puts it in site-packages/nvidia/cu13/bin/)" % (explicit, CUOBJDUMP_PYPI))
+        return path
+    candidates = cuobjdump_candidates(environ, sites, cuda_roots)
+    for path in candidates:
+        if _executable(path):
+            return path
+    raise CudaBinaryError(
+        "cuobjdump not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or this Python's site-packages "
+        "(nvidia/cu*/bin): install it with `%s -m pip install %s`, or set the cuobjdump option to its path"
+        % (sys.executable or "python3", CUOBJDUMP_PYPI))
+
+
+def cuobjdump_version(cuobjdump, runner=default_runner):
+    rc, out, _err = runner([cuobjdump, "--version"])
+    return parse_version(out) if rc == 0 else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Inspecting files
+
+def sha256_file(path, chunk=1 << 20):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def is_shared_library(name):
+    return bool(_SHARED_LIB_RE.search(os.path.basename(name)))
+
+
+def inspect_library(path, cuobjdump, runner=default_runner, display=None):
+    """The device code of one shared library."""
+    result = {
+        "path": display or path,
+        "sha256": sha256_file(path),
+        "size": os.path.getsize(path),
+        "has_device_code": False,
+        "family_resolved": False,
+        "cubins": [],
+        "ptx": [],
+        "elf_archs": [],
+        "ptx_archs": [],
+    }
+    try:
+        has_code, cubins = parse_listing("elf", *runner([cuobjdump, "--list-elf", path]))
+        if not has_code:
+            return result
+        _has, ptx = parse_listing("ptx", *runner([cuobjdump, "--list-ptx", path]))
+        if needs_header_pass(cubins):
+            rc, out, err = runner([cuobjdump, "--dump-elf-symbols", path])
+            if rc == 0:
+                cubins, result["family_resolved"] = refine_cubin_archs(cubins, parse_fatbin_headers(out))
+    except CudaBinaryError as exc:
+        raise CudaBinaryError("%s: %s" % (result["path"], exc))
+    result.update(
+        has_device_code=True,
+        cubins=cubins,
+        ptx=ptx,
+        elf_archs=sorted_archs(c["arch"] for c in cubins if c["arch"]),
+        ptx_archs=sorted_archs(p["arch"] for p in ptx if p["arch"]),
+    )
+    return result
+
+
+def _inspect_wheel(path, cuobjdump, runner, tmp_dir):
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise CudaBinaryError("%s is not a valid wheel (zip): %s; rebuild or re-download it" % (path, exc))
+    libraries = []
+    with archive:
+        members = [m for m in archive.infolist() if not m.is_dir() and is_shared_library(m.filename)]
+        work = tempfile.mkdtemp(prefix="cuda_binary_", dir=tmp_dir)
+        try:
+            for index, member in enumerate(members):
+                # One folder per member keeps cuobjdump's names (it names cubins after the file) and
+                # never writes outside work/ whatever the member path says.
+                folder = os.path.join(work, str(index))
+                os.mkdir(folder)
+                target = os.path.join(folder, os.path.basename(member.filename))
+                with archive.open(member) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                libraries.append(inspect_library(target, cuobjdump, runner, display=member.filename))
+                shutil.rmtree(folder)  # big libraries: keep one on disk at a time
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return libraries
+
+
+def _inspect_directory(path, cuobjdump, runner):
+    libraries = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            # Symlinks (libfoo.so -> libfoo.so.1) would list the same library twice.
+            if is_shared_library(name) and not os.path.islink(full) and os.path.isfile(full):
+                libraries.append(inspect_library(full, cuobjdump, runner, display=os.path.relpath(full, path)))
+    return libraries
+
+
+def inspect_path(path, cuobjdump, runner=default_runner, tmp_dir=None):
+    """Inspect a wheel, a directory (recursively, every ``*.so``/``*.so.N``) or one library."""
+    if not os.path.exists(path):
+        raise CudaBinaryError("%s does not exist: give a wheel (.whl), a directory or a shared library (.so)" % path)
+    if os.path.isdir(path):
+        kind, digest = "directory", None
+        libraries = _inspect_directory(path, cuobjdump, runner)
+    elif path.endswith(".whl"):
+        kind, digest = "wheel", sha256_file(path)
+        libraries = _inspect_wheel(path, cuobjdump, runner, tmp_dir)
+    else:
+        kind, digest = "file", sha256_file(path)
+        libraries = [inspect_library(path, cuobjdump, runner, display=os.path.basename(path))]
+    libraries.sort(key=lambda lib: lib["path"])
+    return {
+        "source": path,
+        "kind": kind,
+        "sha256": digest,
+        "libraries": libraries,
+        "elf_archs": sorted_archs(a for lib in libraries for a in lib["elf_archs"]),
+        "ptx_archs": sorted_archs(a for lib in libraries for a in lib["ptx_archs"]),
+    }
+
+
+def missing_message(result, missing, accept_family=False):
+    """Why the requirement failed, what was found, and how to rebuild."""
+    libs = result["libraries"]
+    with_code = [lib["path"] for lib in libs if lib["has_device_code"]]
+    if not libs:
+        found = "it holds no shared library (.so)"
+    else:
+        found = "found cubins: %s; PTX: %s (%d shared librar%s, %d with device code%s)" % (
+            ", ".join(result["elf_archs"]) or "none", ", ".join(result["ptx_archs"]) or "none",
+            len(libs), "y" if len(libs) == 1 else "ies", len(with_code),
+            (": " + ", ".join(with_code[:5]) + (", ..." if len(with_code) > 5 else "")) if with_code else "")
+    notes = []
+    for arch in missing:
+        number, suffix = split_arch(arch)
+        family = "sm_%df" % number
+        if suffix == "a" and not accept_family and family in result["elf_archs"]:
+            notes.append("An %s family cubin is present: set accept_family=true to accept it for %s" % (family, arch))
+        if arch in result["ptx_archs"]:
+            notes.append("PTX for %s is present, but only cubins count (PTX is JIT-compiled at load time)" % arch)
+    big = [a for a in missing if split_arch(a)[0] >= 100]
+    fix = "Fix: rebuild with TORCH_CUDA_ARCH_LIST including %s and CMAKE_CUDA_ARCHITECTURES including %s, and SGL_KERNEL_ENABLE_FP4=ON%s." % (
+        " ".join(torch_arch(a) for a in missing), ";".join(cmake_arch(a) for a in missing),
+        " (sgl-kernel: CMAKE_ARGS='-DSGL_KERNEL_ENABLE_SM100A=ON -DSGL_KERNEL_ENABLE_FP4=ON')" if big else "")
+    return "%s: no cubin for %s; %s. %s%s" % (
+        result["source"], ", ".join(missing), found, "".join(note + ". " for note in notes), fix)

@@ -1,0 +1,224 @@
+"""cuda_binary_info on wheels of the fixture kernel project, built here with the real nvcc and read
+with the real cuobjdump."""
+
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import CudaBinaryError, default_runner
+from ansible_collections.llmops.sglang.plugins.modules import cuda_binary_info
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+BUILD = ROOT / "tests" / "lab" / "bin" / "build-kernel-fixture"
+MODULE = ROOT / "plugins" / "modules" / "cuda_binary_info.py"
+LIBRARY = "llmops_fixture_kernel/libfixture_ops.so"
+
+# name -> (CMAKE_CUDA_ARCHITECTURES, SGL_KERNEL_ENABLE_FP4)
+BUILDS = {
+    "sm120a": ("120a", "ON"),
+    "sm90a": ("90a", "ON"),
+    # sm_120f family cubin + sm_120a PTX (no sm_120a cubin), without the FP4 source.
+    "family": ("90a-real;120f-real;120a-virtual", "OFF"),
+}
+
+
+def _nvcc():
+    return shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
+
+
+def _build(outdir, arch, fp4):
+    marker = outdir / "wheel.txt"
+    if marker.exists():
+        return pathlib.Path(marker.read_text().strip())
+    env = dict(os.environ, SGL_KERNEL_ENABLE_FP4=fp4, PYTHON=sys.executable)
+    start = time.monotonic()
+    proc = subprocess.run([str(BUILD), str(outdir), arch], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if proc.returncode != 0:
+        pytest.fail("building the fixture kernel for %s failed (exit %d):\n%s" % (arch, proc.returncode, proc.stderr[-4000:]))
+    wheel = pathlib.Path(proc.stdout.strip().splitlines()[-1])
+    (outdir / "seconds.txt").write_text("%.1f\n" % (time.monotonic() - start))
+    marker.write_text(str(wheel))
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory):
+    """The fixture wheels, built once per test run (shared by pytest-xdist workers under a lock)."""
+    if not _nvcc():
+        pytest.fail("nvcc not found on PATH or in /usr/local/cuda/bin: these tests build CUDA code for real (CUDA >= 12.8 needed)")
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, common to all workers
+    root = base / "kernel-fixture-wheels"
+    root.mkdir(exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return {name: _build(root / name, arch, fp4) for name, (arch, fp4) in BUILDS.items()}
+
+
+def _run(path, **params):
+    params = dict(dict(path=str(path), require_archs=[], accept_family=False, cuobjdump=None), **params)
+    return cuda_binary_info.run_module(params, default_runner)
+
+
+def _member_sha256(wheel, member):
+    with zipfile.ZipFile(wheel) as archive:
+        return hashlib.sha256(archive.read(member)).hexdigest()
+
+
+def test_sm120a_wheel_meets_sm120a(wheels):
+    result, failure = _run(wheels["sm120a"], require_archs=["sm_120a"])
+    assert failure is None
+    assert result["kind"] == "wheel"
+    assert result["missing_archs"] == [] and result["required_archs"] == ["sm_120a"]
+    assert result["elf_archs"] == ["sm_120a"]
+    assert result["ptx_archs"] == ["sm_120a"]  # CMake's plain "120a" also embeds compute_120a PTX
+    [lib] = result["libraries"]
+    assert lib["path"] == LIBRARY and lib["has_device_code"]
+    assert {c["arch"] for c in lib["cubins"]} == {"sm_120a"}
+
+
+def test_sm90a_wheel_fails_naming_sm120a_and_the_fix(wheels):
+    result, failure = _run(wheels["sm90a"], require_archs=["120a"])
+    assert result["missing_archs"] == ["sm_120a"]
+    assert result["elf_archs"] == ["sm_90a"]
+    assert "no cubin for sm_120a" in failure
+    assert "found cubins: sm_90a" in failure
+    assert str(wheels["sm90a"]) in failure
+    for fix in ("TORCH_CUDA_ARCH_LIST including 12.0a", "CMAKE_CUDA_ARCHITECTURES including 120a", "SGL_KERNEL_ENABLE_FP4=ON"):
+        assert fix in failure
+    # The sm_90a wheel still meets an sm_90a requirement, and an empty one.
+    assert _run(wheels["sm90a"], require_archs=["9.0a"])[1] is None
+    assert _run(wheels["sm90a"])[1] is None
+
+
+def test_several_requirements_report_each_missing_one(wheels):
+    result, failure = _run(wheels["sm120a"], require_archs=["sm_90a", "sm_120a", "sm_100a", "sm_120a"])
+    assert result["required_archs"] == ["sm_90a", "sm_120a", "sm_100a"]
+    assert result["missing_archs"] == ["sm_90a", "sm_100a"]
+    assert "no cubin for sm_90a, sm_100a" in failure and "12.0a" not in failure.split("Fix:")[1]
+
+
+def test_sha256_of_the_wheel_and_its_library(wheels):
+    for wheel in wheels.values():
+        result, _failure = _run(wheel)
+        assert result["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+        [lib] = result["libraries"]
+        assert lib["sha256"] == _member_sha256(wheel, LIBRARY)
+        with zipfile.ZipFile(wheel) as archive:
+            assert lib["size"] == archive.getinfo(LIBRARY).file_size
+
+
+def test_family_cubin_needs_accept_family_and_ptx_never_counts(wheels):
+    result, failure = _run(wheels["family"], require_archs=["sm_120a"])
+    [lib] = result["libraries"]
+    assert lib["family_resolved"] is True
+    assert result["elf_archs"] == ["sm_90a", "sm_120f"]
+    assert result["ptx_archs"] == ["sm_120a"]
+    assert result["missing_archs"] == ["sm_120a"]
+    assert "An sm_120f family cubin is present: set accept_family=true" in failure
+    assert "PTX for sm_120a is present, but only cubins count" in failure
+    result, failure = _run(wheels["family"], require_archs=["sm_120a"], accept_family=True)
+    assert failure is None and result["missing_archs"] == []
+    assert _run(wheels["family"], require_archs=["sm_120f"])[1] is None
+
+
+def test_fixture_library_loads_and_has_fp4_only_when_enabled(wheels, tmp_path):
+    for name, (_arch, fp4) in BUILDS.items():
+        folder = tmp_path / name
+        with zipfile.ZipFile(wheels[name]) as archive:
+            archive.extractall(folder)
+        lib = ctypes.CDLL(str(folder / LIBRARY))
+        assert lib.fixture_features() == (1 if fp4 == "ON" else 0)
+        if fp4 == "ON":
+            lib.fixture_fp4_roundtrip.restype = ctypes.c_float
+            lib.fixture_fp4_roundtrip.argtypes = [ctypes.c_float]
+            # e2m1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6: round to nearest, saturate at 6.
+            assert [lib.fixture_fp4_roundtrip(v) for v in (2.6, 5.1, 100.0, -1.7, 0.2)] == [3.0, 6.0, 6.0, -1.5, 0.0]
+        else:
+            assert not hasattr(lib, "fixture_fp4_roundtrip")
+
+
+def test_directory_with_a_host_library_and_a_symlink(wheels, tmp_path):
+    with zipfile.ZipFile(wheels["sm120a"]) as archive:
+        archive.extractall(tmp_path)
+    src = tmp_path / "host.c"
+    src.write_text("int host_only(void) { return 2; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libhost.so.1"), str(src)], check=True)
+    os.symlink("libhost.so.1", tmp_path / "libhost.so")
+    result, failure = _run(tmp_path, require_archs=["sm_120a"])
+    assert failure is None
+    assert result["kind"] == "directory" and result["sha256"] is None
+    by_path = {lib["path"]: lib for lib in result["libraries"]}
+    assert sorted(by_path) == ["libhost.so.1", LIBRARY]
+    assert by_path["libhost.so.1"]["has_device_code"] is False
+    assert by_path[LIBRARY]["elf_archs"] == ["sm_120a"]
+
+
+def test_single_library_file(wheels, tmp_path):
+    with zipfile.ZipFile(wheels["sm90a"]) as archive:
+        archive.extractall(tmp_path)
+    path = tmp_path / LIBRARY
+    result, failure = _run(path, require_archs=["sm_120a"])
+    assert result["kind"] == "file"
+    assert result["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert result["missing_archs"] == ["sm_120a"] and "no cubin for sm_120a" in failure
+
+
+def test_wheel_without_shared_libraries(tmp_path):
+    wheel = tmp_path / "pure-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pure/__init__.py", "")
+    result, failure = _run(wheel)
+    assert failure is None and result["libraries"] == [] and result["elf_archs"] == []
+    _result, failure = _run(wheel, require_archs=["sm_120a"])
+    assert "holds no shared library" in failure
+
+
+@pytest.mark.parametrize("kind", ["missing", "not-a-zip", "bad-arch", "bad-cuobjdump"])
+def test_bad_input_raises_a_message_with_the_fix(tmp_path, kind):
+    params = {}
+    path = tmp_path / "x.whl"
+    if kind == "missing":
+        match = "does not exist: give a wheel"
+    elif kind == "not-a-zip":
+        path.write_text("not a zip")
+        match = "not a valid wheel"
+    elif kind == "bad-arch":
+        params["require_archs"] = ["compute_120a"]
+        match = "is not a GPU arch"
+    else:
+        path.write_text("")
+        params["cuobjdump"] = str(tmp_path)
+        match = "is not an executable file"
+    with pytest.raises(CudaBinaryError, match=match):
+        _run(path, **params)
+
+
+def _module(args, check_mode=False):
+    args = dict(args, _ansible_check_mode=check_mode)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
+    proc = subprocess.run([sys.executable, str(MODULE)], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_module_end_to_end(wheels):
+    rc, out = _module({"path": str(wheels["sm120a"]), "require_archs": ["sm_120a"]}, check_mode=True)
+    assert rc == 0 and out["changed"] is False and out["elf_archs"] == ["sm_120a"]
+    rc, out = _module({"path": str(wheels["sm90a"]), "require_archs": ["sm_120a"]})
+    assert rc == 1 and out["failed"] is True
+    assert "no cubin for sm_120a" in out["msg"] and out["missing_archs"] == ["sm_120a"]
+    assert out["sha256"] == hashlib.sha256(wheels["sm90a"].read_bytes()).hexdigest()
+    rc, out = _module({"path": str(wheels["sm90a"]), "require_archs": ["sm_12x"]})
+    assert rc == 1 and "is not a GPU arch" in out["msg"] and "Traceback" not in out["msg"]
