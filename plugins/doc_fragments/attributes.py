@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 

@@ -1,0 +1,380 @@
+"""Parsers of _nvidia_smi on real captured outputs: the shared fixtures (RTX PRO 6000, RTX 5090, B200, B300,
+failure texts) and the H200 captures under tests/fixtures/gpu."""
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
+
+
+@pytest.fixture(scope="module")
+def gpu_out(shared_dir):
+    base = shared_dir / "fixtures" / "gpu-outputs"
+
+    def read(prefix):
+        matches = sorted(base.glob(prefix + "-*.txt"))
+        assert len(matches) == 1, "fixture %s-*.txt not found once in %s" % (prefix, base)
+        return matches[0].read_text(errors="replace")
+    return read
+
+
+@pytest.fixture(scope="module")
+def h200(fixtures_dir):
+    def read(host, name):
+        return (fixtures_dir / "gpu" / host / name).read_text()
+    return read
+
+
+# ---- the csv query ----
+
+def test_query_h200_single_gpu(h200):
+    parsed = smi.parse_query_csv(h200("h200x1", "query.txt"))
+    assert parsed["messages"] == [] and parsed["error_fields"] == []
+    (gpu,) = parsed["gpus"]
+    assert gpu["index"] == 0
+    assert gpu["name"] == "NVIDIA H200"
+    assert gpu["compute_capability"] == "9.0"
+    assert gpu["compute_capability_int"] == 90
+    assert (gpu["memory_total_mib"], gpu["memory_used_mib"], gpu["memory_free_mib"]) == (143771, 0, 143156)
+    assert gpu["persistence_mode"] is True
+    assert gpu["mig_mode"] == "Disabled" and gpu["mig_enabled"] is False
+    assert gpu["ecc_enabled"] is True
+    assert gpu["driver_version"] == "580.159.04"
+    assert gpu["pci_bus_id"] == "00000000:00:06.0"
+    assert gpu["sysfs_bus_id"] == "0000:00:06.0"
+    assert gpu["uuid"].startswith("GPU-")
+
+
+def test_query_with_header_and_units_equals_noheader_nounits(h200):
+    plain = smi.parse_query_csv(h200("h200x2", "query.txt"))["gpus"]
+    with_units = smi.parse_query_csv(h200("h200x2", "query_hdr.txt"))["gpus"]
+    assert len(plain) == 2
+    assert plain == with_units
+    assert [g["index"] for g in plain] == [0, 1]
+
+
+def test_query_rtx_pro_6000_server_fixture(gpu_out):
+    # index, name, compute_cap, memory.total [MiB], driver_version: 9 Server Edition GPUs
+    text = gpu_out("12").split("\n", 1)[1]
+    fields = ("index", "name", "compute_cap", "memory.total", "driver_version")
+    parsed = smi.parse_query_csv(text, fields)
+    gpus = parsed["gpus"]
+    assert len(gpus) == 9
+    assert set(g["compute_capability_int"] for g in gpus) == {120}
+    assert set(g["memory_total_mib"] for g in gpus) == {97887}
+    assert set(g["name"] for g in gpus) == {"NVIDIA RTX PRO 6000 Blackwell Server Edition"}
+    # the trailing "CUDA: 12.9" line is not a row
+    assert parsed["messages"] == ["CUDA: 12.9"]
+
+
+def test_query_b200_and_b300_compute_capabilities(gpu_out):
+    b200 = gpu_out("15").split("$ nvidia-smi topo -m")[0]
+    rows = smi.parse_query_csv(b200.split("name, compute_cap\n", 1)[1], ("name", "compute_cap"))["gpus"]
+    assert [g["compute_capability_int"] for g in rows] == [100] * 8
+    b300 = gpu_out("11").split("driver_version, name, compute_cap\n", 1)[1].split("\n\n")[0]
+    rows = smi.parse_query_csv(b300, ("driver_version", "name", "compute_cap"))["gpus"]
+    assert len(rows) == 7
+    assert set((g["compute_capability"], g["compute_capability_int"]) for g in rows) == {("10.3", 103)}
+
+
+def test_query_memory_columns_of_max_q_fixture(gpu_out):
+    block = gpu_out("14").split("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n", 1)[1].split("\n\n")[0]
+    rows = smi.parse_query_csv(block, ("index", "name", "memory.total", "memory.used", "memory.free"))["gpus"]
+    assert [(g["index"], g["memory_used_mib"], g["memory_free_mib"]) for g in rows] == [
+        (0, 2, 97288), (1, 2, 97288), (2, 2, 97279), (3, 10, 97280)]
+
+
+def test_query_na_and_error_values():
+    text = ("0, NVIDIA GeForce RTX 5090, GPU-x, 00000000:17:00.0, 12.0, 32607, 0, 32111, Disabled, [N/A], [N/A], 595.58.03\n"
+            "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error\n"
+            "2, NVIDIA RTX PRO 6000 Blackwell Server Edition, GPU-y, 00000001:1A:00.0, 12.0, 97887, [Unknown Error], ERR!, Enabled, "
+            "Disabled, Enabled, 595.58.03\n")
+    parsed = smi.parse_query_csv(text)
+    first, second = parsed["gpus"]
+    assert first["mig_mode"] is None and first["mig_enabled"] is None and first["ecc_enabled"] is None
+    assert first["persistence_mode"] is False
+    assert parsed["messages"] == ["Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error"]
+    assert parsed["error_fields"] == [(2, "memory.used"), (2, "memory.free")]
+    assert second["memory_used_mib"] is None
+    assert second["sysfs_bus_id"] == "0001:1a:00.0"
+
+
+@pytest.mark.parametrize("bus, sysfs", [
+    ("00000000:06:00.0", "0000:06:00.0"),
+    ("00000000:F4:00.0", "0000:f4:00.0"),
+    ("00000001:1A:00.0", "0001:1a:00.0"),
+    ("0000:c1:00.0", "0000:c1:00.0"),
+    ("06:00.0", "0000:06:00.0"),
+    ("00010000:01:00.0", "10000:01:00.0"),
+    ("bogus", None),
+])
+def test_sysfs_bus_id(bus, sysfs):
+    assert smi.sysfs_bus_id(bus) == sysfs
+
+
+@pytest.mark.parametrize("text, value", [("12.0", 120), ("9.0", 90), ("10.3", 103), ("8.9", 89), ("12.1", 121), ("[N/A]", None), ("12", None)])
+def test_compute_cap_int(text, value):
+    assert smi.compute_cap_int(text) == value
+
+
+@pytest.mark.parametrize("value, text", [("12.0", "12.0"), (12.0, "12.0"), (120, "12.0"), (90, "9.0"), ("90", "9.0"), (9, "9.0"), ("x", None), (True, None)])
+def test_normalize_compute_cap(value, text):
+    assert smi.normalize_compute_cap(value) == text
+
+
+# ---- the plain table header and rows ----
+
+@pytest.mark.parametrize("prefix, driver, cuda, style", [
+    ("01", "590.48.01", "13.1", "driver"),
+    ("02", "580.126.20", "13.0", "driver"),
+    ("03", "610.57.04", "13.3", "kmd"),
+    ("04", "595.71.05", "13.2", "driver"),
+    ("05", "580.95.05", "13.0", "driver"),
+    ("08", "610.43.02", "13.3", "kmd"),
+    ("10", "570.133.07", "12.8", "driver"),
+    ("11", "610.57.04", "13.3", "kmd"),
+    ("21", "610.57.04", "13.3", "kmd"),
+    ("07", "595.58.03", "13.2", "driver"),  # nvidia-smi -q
+])
+def test_header_versions(gpu_out, prefix, driver, cuda, style):
+    header = smi.parse_smi_header(gpu_out(prefix))
+    assert header["driver_version"] == driver
+    assert header["cuda_version"] == cuda
+    assert header["header_style"] == style
+
+
+def test_header_h200(h200):
+    header = smi.parse_smi_header(h200("h200x1", "smi.txt"))
+    assert header == {"nvidia_smi_version": "580.159.04", "driver_version": "580.159.04", "cuda_version": "13.0", "header_style": "driver"}
+    assert smi.parse_smi_header(h200("h200x1", "smi_q.txt"))["cuda_version"] == "13.0"
+
+
+def test_header_absent_on_failure_text(gpu_out):
+    assert smi.parse_smi_header(gpu_out("18"))["cuda_version"] is None
+
+
+def test_table_rows_server_and_max_q(gpu_out):
+    rows = smi.parse_smi_table(gpu_out("01"))
+    assert [r["index"] for r in rows] == [0, 1, 2, 3, 4, 5]
+    assert [r["pci_bus_id"] for r in rows][-2:] == ["00000000:F4:00.0", "00000000:F5:00.0"]
+    # Server Edition: ECC on (volatile count 0), MIG Disabled; Max-Q: ECC Off, MIG N/A
+    assert [(r["ecc_errors"], r["mig_mode"]) for r in rows] == [("0", "Disabled")] * 4 + [("Off", "N/A")] * 2
+    assert rows[4]["memory_used_mib"] == 88292 and rows[4]["memory_total_mib"] == 97887
+    assert all(r["persistence_mode"] is True for r in rows)
+
+
+def test_table_missing_gpu_and_windows(gpu_out):
+    assert [r["index"] for r in smi.parse_smi_table(gpu_out("21"))] == [0, 2, 3]
+    windows = smi.parse_smi_table(gpu_out("06"))
+    assert [r["persistence_mode"] for r in windows] == [None, None]  # WDDM instead of On/Off
+    assert windows[0]["memory_total_mib"] == 24463
+
+
+def test_list_with_mig_devices(gpu_out):
+    gpus = smi.parse_smi_list(gpu_out("08"))
+    assert [g["index"] for g in gpus[:8]] == list(range(8))
+    assert gpus[0]["mig_devices"] == []
+    assert len(gpus[8]["mig_devices"]) == 4 and gpus[8]["mig_devices"][0]["profile"] == "1g.24gb"
+
+
+# ---- topo -m ----
+
+def test_topo_pcie_two_numa_nodes(gpu_out):
+    topo = smi.parse_topo(gpu_out("16"))  # tabs and ANSI underline codes in the header
+    assert topo["available"]
+    assert topo["devices"] == ["GPU%d" % i for i in range(8)]
+    assert len(topo["pairs"]) == 28
+    links = dict(((p["a"], p["b"]), p["link"]) for p in topo["pairs"])
+    assert links[(0, 1)] == "PIX" and links[(0, 2)] == "NODE" and links[(0, 4)] == "SYS" and links[(6, 7)] == "PIX"
+    assert topo["link_types"] == ["NODE", "PIX", "SYS"]
+    assert topo["pcie_only"] and not topo["nvlink"]
+    assert topo["numa_nodes"] == [0, 1]
+    assert topo["gpus"][0] == {"index": 0, "cpu_affinity": "0-63,128-191", "numa_affinity": "0", "gpu_numa_id": None}
+    assert topo["gpus"][7]["cpu_affinity"] == "64-127,192-238"
+
+
+def test_topo_nvlink_and_space_separated(gpu_out):
+    b300 = smi.parse_topo(gpu_out("11"))
+    assert b300["nvlink"] and not b300["pcie_only"]
+    assert b300["link_types"] == ["NV18"]
+    assert [g["numa_affinity"] for g in b300["gpus"]] == ["0"] * 3 + ["1"] * 4
+    assert b300["gpus"][3]["cpu_affinity"] == "1,3,5,7,9,11"
+    b200 = smi.parse_topo(gpu_out("15"))  # no affinity columns, and a p2p matrix after it
+    assert len(b200["pairs"]) == 28 and b200["link_types"] == ["NV18"]
+    assert b200["gpus"][0]["cpu_affinity"] is None
+    rtx5090 = smi.parse_topo(gpu_out("10"))
+    assert rtx5090["pairs"] == [{"a": 0, "b": 1, "link": "NODE"}]
+    maxq = smi.parse_topo(gpu_out("17"))
+    assert maxq["link_types"] == ["NODE"] and maxq["numa_nodes"] == [0]
+
+
+def test_topo_h200(h200):
+    two = smi.parse_topo(h200("h200x2", "topo.txt"))
+    assert two["pairs"] == [{"a": 0, "b": 1, "link": "NV18"}] and two["nvlink"]
+    one = smi.parse_topo(h200("h200x1", "topo.txt"))
+    assert one["available"] and one["pairs"] == [] and not one["pcie_only"]
+    assert one["gpus"] == [{"index": 0, "cpu_affinity": "0-15", "numa_affinity": "0", "gpu_numa_id": None}]
+
+
+def test_topo_absent():
+    assert smi.parse_topo("No devices were found\n")["available"] is False
+
+
+# ---- kernel module, IOMMU, ACS ----
+
+@pytest.mark.parametrize("prefix, module, version", [
+    ("18", "proprietary", "580.173.02"),
+    ("29", "open", "565.57.01"),
+    ("30", "proprietary", "384.98"),
+    ("31", "open", "515.43.04"),
+])
+def test_proc_version(gpu_out, prefix, module, version):
+    assert smi.parse_proc_version(gpu_out(prefix)) == {"kernel_module": module, "version": version}
+
+
+def test_proc_version_h200_and_empty(h200):
+    assert smi.parse_proc_version(h200("h200x1", "procver.txt")) == {"kernel_module": "open", "version": "580.159.04"}
+    assert smi.parse_proc_version("") == {"kernel_module": None, "version": None}
+
+
+def test_cmdline_iommu(gpu_out, h200):
+    off = smi.parse_cmdline_iommu(gpu_out("38"))
+    assert off == {"cmdline_flags": ["amd_iommu=off", "iommu=off"], "cmdline_mode": "off"}
+    assert smi.parse_cmdline_iommu(gpu_out("17").split("=== grub cmdline ===\n")[1])["cmdline_mode"] is None
+    # the H200 host passes init arguments after "--"; they are not kernel parameters
+    assert smi.parse_cmdline_iommu(h200("h200x1", "cmdline.txt")) == {"cmdline_flags": [], "cmdline_mode": None}
+    assert smi.parse_cmdline_iommu("ro intel_iommu=on iommu=pt")["cmdline_mode"] == "passthrough"
+    assert smi.parse_cmdline_iommu("ro intel_iommu=on")["cmdline_mode"] == "on"
+    assert smi.parse_cmdline_iommu("ro -- iommu=pt")["cmdline_mode"] is None
+
+
+def test_lspci_acs_server_switches(gpu_out):
+    acs = smi.parse_lspci_acs(gpu_out("40"))
+    assert acs["ports_checked"] == 38  # bridges only: the two X710 NIC functions are not counted
+    assert acs["acs_enabled"] and acs["enabled_count"] == 38 and acs["redirect_count"] == 0
+    assert "02:00.0" in acs["enabled_ports"] and "e1:00.0" not in acs["enabled_ports"]
+    nic = [p for p in acs["ports"] if p["device"] == "e1:00.0"][0]
+    assert nic["bridge"] is False and nic["enabled"] is False
+
+
+def test_lspci_acs_mixed_and_disabled(gpu_out):
+    mixed = smi.parse_lspci_acs(gpu_out("41"))
+    assert mixed["ports_checked"] == 12
+    assert mixed["enabled_count"] == 7 and mixed["redirect_count"] == 5
+    disabled = smi.parse_lspci_acs(gpu_out("42"))
+    assert disabled["ports_checked"] == 14 and not disabled["acs_enabled"]
+
+
+# ---- failure classification ----
+
+@pytest.mark.parametrize("prefix, rc, cls", [
+    ("18", 18, "nvml_mismatch"),
+    ("19", 18, "nvml_mismatch"),
+    ("20", 6, "no_devices"),
+    ("21", 0, "gpu_lost"),
+    ("23", 9, "driver_not_loaded"),
+    ("25", 15, "gpu_lost"),
+    ("26", 15, "gpu_lost"),
+])
+def test_classify_fixture_texts(gpu_out, prefix, rc, cls):
+    failure = smi.classify_failure(rc, gpu_out(prefix))
+    assert failure["class"] == cls
+    assert failure["fix"]
+    assert failure["message"] in gpu_out(prefix)
+
+
+def test_classify_fix_texts_and_codes():
+    mismatch = smi.classify_failure(18, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.178\n")
+    assert mismatch["fix"].startswith("reboot: driver/library mismatch")
+    # exit code alone decides when the text says nothing
+    assert smi.classify_failure(9, "")["class"] == "driver_not_loaded"
+    assert smi.classify_failure(0, "0, NVIDIA H200, ...") is None
+    assert smi.classify_failure(None, timed_out=True, timeout=7)["message"] == "nvidia-smi did not answer within 7 s and was killed"
+    assert smi.classify_failure(127, not_found=True)["class"] == "not_installed"
+
+
+def test_classify_invalid_field(h200):
+    failure = smi.classify_failure(2, h200("h200x2", "query_bad.txt"))
+    assert failure["class"] == "query_failed"
+    assert 'Field "bogus.field" is not a valid field to query.' in failure["message"]
+
+
+# ---- running programs and reading sysfs ----
+
+def test_run_bounded_kills_a_hung_program(tmp_path):
+    script = tmp_path / "hang.sh"
+    # the child keeps the pipe open too: the whole process group must go
+    script.write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    rc, out, err, timed_out, not_found = smi.run_bounded([str(script)], 1)
+    assert timed_out and rc is None and not not_found
+
+
+def test_run_bounded_missing_program(tmp_path):
+    rc, out, err, timed_out, not_found = smi.run_bounded([str(tmp_path / "nope")], 1)
+    assert not_found and rc == 127 and not timed_out
+
+
+def test_numa_node_and_iommu_groups(tmp_path):
+    dev = tmp_path / "sys/bus/pci/devices/0000:06:00.0"
+    dev.mkdir(parents=True)
+    (dev / "numa_node").write_text("1\n")
+    other = tmp_path / "sys/bus/pci/devices/0000:00:06.0"
+    other.mkdir(parents=True)
+    (other / "numa_node").write_text("-1\n")
+    assert smi.read_numa_node(str(tmp_path), "0000:06:00.0") == 1
+    assert smi.read_numa_node(str(tmp_path), "0000:00:06.0") is None
+    assert smi.read_numa_node(str(tmp_path), "0000:07:00.0") is None
+    assert smi.count_iommu_groups(str(tmp_path)) is None
+    groups = tmp_path / "sys/kernel/iommu_groups"
+    for name in ("0", "1", "17"):
+        (groups / name).mkdir(parents=True)
+    assert smi.count_iommu_groups(str(tmp_path)) == 3
+
+
+def test_find_program_explicit_path(tmp_path):
+    assert smi.find_program("nvidia-smi", str(tmp_path / "missing")) is None
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert smi.find_program("whatever", str(tool)) == str(tool)
+    assert smi.find_program("tool", path=str(tmp_path)) == os.path.join(str(tmp_path), "tool")
+
+
+def _runner_from(outputs):
+    """A runner answering each argv from captured text: {args tuple: (rc, stdout)}."""
+    def run(argv, timeout, env=None):
+        rc, out = outputs[tuple(argv[1:])]
+        return rc, out, "", False, False
+    return run
+
+
+def test_collect_from_real_h200_outputs(h200, tmp_path):
+    runner = _runner_from({smi.QUERY_ARGS: (0, h200("h200x2", "query.txt")), (): (0, h200("h200x2", "smi.txt")),
+                           ("topo", "-m"): (0, h200("h200x2", "topo.txt"))})
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("")
+    tool.chmod(0o755)
+    result = smi.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
+                         driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
+    assert result["ok"] is True and result["gpu_count"] == 2
+    assert result["topology"]["pairs"] == [{"a": 0, "b": 1, "link": "NV18"}]
+    assert [g["cpu_affinity"] for g in result["gpus"]] == ["0-31", "0-31"]
+    assert result["numa_nodes"] == [0] and result["kernel_module"] is None
+    assert result["iommu"]["groups"] is None and result["iommu"]["enabled"] is None
+
+
+def test_collect_err_in_the_table_is_a_lost_gpu(h200, tmp_path):
+    # the csv looks healthy, the table shows ERR! for GPU 1 (temperature and power unreadable)
+    table = h200("h200x2", "smi.txt").replace("| N/A   37C    P0            127W /  700W |", "| N/A  ERR!    P0           ERR! /  700W |")
+    assert "ERR!" in table
+    runner = _runner_from({smi.QUERY_ARGS: (0, h200("h200x2", "query.txt")), (): (0, table), ("topo", "-m"): (0, h200("h200x2", "topo.txt"))})
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("")
+    tool.chmod(0o755)
+    result = smi.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
+                         driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
+    assert result["ok"] is False and result["failure"]["class"] == "gpu_lost"
+    assert "ERR!" in result["failure"]["message"]
