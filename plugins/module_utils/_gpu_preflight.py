@@ -21,6 +21,7 @@ DEFAULT_EXPECTATIONS = {
     "mig_allowed": False,
     "persistence_mode": True,
     "min_free_mib": None,
+    "min_free_fraction": None,
     "require_ecc": None,
     "toolkit_archs": ["sm_120a"],
     "require_toolkit": True,
@@ -135,6 +136,9 @@ def normalize_expectations(expectations):
             raise PreflightError("expectation %s must be a non-negative integer, got %r" % (key, exp[key]))
     if exp["min_free_mib"] is not None and (not isinstance(exp["min_free_mib"], int) or isinstance(exp["min_free_mib"], bool)):
         raise PreflightError("expectation min_free_mib must be an integer (MiB) or null, got %r" % (exp["min_free_mib"],))
+    fraction = exp["min_free_fraction"]
+    if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1):
+        raise PreflightError("expectation min_free_fraction must be a number in (0, 1] (the server's --mem-fraction-static) or null, got %r" % (fraction,))
     cc = _normalize_cc(exp["compute_capability"])
     if exp["compute_capability"] is not None and cc is None:
         raise PreflightError("expectation compute_capability must look like '12.0', got %r" % (exp["compute_capability"],))
@@ -382,17 +386,27 @@ def _check_persistence(c, gi, exp):
 
 
 def _check_memory_free(c, gi, exp):
-    minimum = exp["min_free_mib"]
-    if minimum is None:
-        c.add("gpu_memory_free", "skipped", message="no min_free_mib expected")
+    """Free memory per GPU: an absolute floor (min_free_mib) and/or a fraction of each GPU's total
+    (min_free_fraction, the share the server claims with --mem-fraction-static)."""
+    floor, fraction = exp["min_free_mib"], exp["min_free_fraction"]
+    if floor is None and fraction is None:
+        c.add("gpu_memory_free", "skipped", message="no free-memory expectation")
         return
-    low = [g for g in _gpus(gi) if (g.get("memory_free_mib") or 0) < minimum]
+
+    def needed(g):
+        by_fraction = int((g.get("memory_total_mib") or 0) * fraction) if fraction is not None else 0
+        return max(floor or 0, by_fraction)
+
+    required = " and ".join(x for x in (">= %d MiB" % floor if floor is not None else "",
+                                         ">= %g of total" % fraction if fraction is not None else "") if x)
+    low = [g for g in _gpus(gi) if (g.get("memory_free_mib") or 0) < needed(g)]
     if not low:
-        c.add("gpu_memory_free", "pass", found=">= %d MiB free on every GPU" % minimum, required=">= %d MiB" % minimum)
+        c.add("gpu_memory_free", "pass", found="enough free on every GPU", required=required)
         return
-    worst = min(low, key=lambda g: g.get("memory_free_mib") or 0)
-    c.add("gpu_memory_free", "fail", required=">= %d MiB" % minimum,
-          found="%s MiB free on GPU %s (%s short)" % (worst.get("memory_free_mib"), worst.get("index"), _gpu_list([g.get("index") for g in low])),
+    worst = min(low, key=lambda g: (g.get("memory_free_mib") or 0) - needed(g))
+    c.add("gpu_memory_free", "fail", required=required,
+          found="%s MiB free on GPU %s, %d MiB needed (%s short)" % (worst.get("memory_free_mib"), worst.get("index"), needed(worst),
+                                                                     _gpu_list([g.get("index") for g in low])),
           message="not enough free memory on %s" % _gpu_list([g.get("index") for g in low]),
           fix="stop what holds GPU memory (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv)")
 

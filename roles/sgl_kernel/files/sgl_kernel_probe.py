@@ -9,6 +9,7 @@ Run with any Python 3.9+ (stdlib only); argv[1] is a JSON request:
   stamp       a JSON stamp file to read (it may be missing)
   stamp_dir   when set, the wheel the stamp names (stamp.wheel.file) in this directory is hashed
   hash        files to hash (sha256)
+  exists      paths to test for existence
 Prints one JSON object: cores, memory available to this host's cgroup, GPU presence, ccache, the
 venv (site-packages, package versions, a pip-installed cuobjdump), the stamp and the hashes.
 """
@@ -115,6 +116,7 @@ def main():
         "stamp_error": None,
         "stamp_wheel_sha256": None,
         "sha256": dict((p, sha256(p)) for p in req.get("hash") or []),
+        "exists": dict((p, os.path.exists(p)) for p in req.get("exists") or []),
     }
     stamp = req.get("stamp")
     if stamp and os.path.exists(stamp):

@@ -326,3 +326,21 @@ def test_filter_plugin(h200):
     assert result["passed"] is True
     with pytest.raises(AnsibleFilterError, match="llmops.sglang.gpu_preflight: unknown waiver rule 'persistence'"):
         gpu_preflight(h200["gpu_info"], h200["cuda_toolkit_info"], None, [{"rule": "persistence", "reason": "x"}])
+
+
+def test_free_memory_as_a_fraction_of_each_gpu(h200):
+    """--mem-fraction-static 0.85 of a 97887 MiB GPU is 83203 MiB that must be free on every GPU."""
+    facts = lab_facts("rtxpro6000x8")
+    for g in facts["gpus"]:
+        g["memory_free_mib"] = 90000
+    assert "gpu_memory_free" not in rules(evaluate(facts, h200["cuda_toolkit_info"], {"min_free_fraction": 0.85}))
+    facts["gpus"][5]["memory_free_mib"] = 83000
+    result = evaluate(facts, h200["cuda_toolkit_info"], {"min_free_fraction": 0.85})
+    (mem,) = [f for f in result["failed"] if f["rule"] == "gpu_memory_free"]
+    assert mem["found"].startswith("83000 MiB free on GPU 5, 83203 MiB needed")
+    assert mem["required"] == ">= 0.85 of total"
+    # the absolute floor and the fraction combine: the larger one decides
+    both = evaluate(facts, h200["cuda_toolkit_info"], {"min_free_fraction": 0.5, "min_free_mib": 85000})
+    assert [f["found"] for f in both["failed"] if f["rule"] == "gpu_memory_free"] == ["83000 MiB free on GPU 5, 85000 MiB needed (GPU 5 short)"]
+    with pytest.raises(PreflightError, match="min_free_fraction"):
+        evaluate(facts, h200["cuda_toolkit_info"], {"min_free_fraction": 1.5})

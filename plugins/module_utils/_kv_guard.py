@@ -1,0 +1,691 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Decide from independent signals whether an SGLang server keeps its KV cache in bf16.
+
+Pure Python (stdlib only, Python 3.9+). ``evaluate`` takes the raw inputs (launch argv, the
+checkpoint as read by ``_checkpoint.inspect_checkpoint``, a ``/server_info`` answer, the log
+facts of ``_sglang_log``) and returns one verdict per signal with its evidence:
+
+argv         ``--kv-cache-dtype`` of the launch command (absent means ``auto``). When no argv
+             is given, the running server's own record of the flag is used: the ServerArgs
+             dump in the log, else the top-level ``kv_cache_dtype`` of ``/server_info``.
+checkpoint   what the checkpoint makes ``auto`` resolve to (FP8 KV metadata -> fp8_e4m3).
+             With an explicit flag SGLang never consults it, so it then repeats the flag.
+server       ``internal_states[*].kv_cache_dtype`` of ``/server_info`` (the schedulers' copy,
+             rewritten to ``fp8_e4m3`` when ``auto`` resolved to FP8; ``auto`` proves nothing).
+log_dtype    ``Using KV cache dtype: torch.X`` / ``KV Cache is allocated. dtype: torch.X``.
+pool_bytes   bytes per element of the ``KV Cache is allocated`` pools, from #tokens, the
+             logged K (or KV) size, the model's full-attention layers, KV heads per rank and
+             head dim (about 2 for bf16, 1 for fp8).
+fp8_warning  ``Using FP8 KV cache but no scaling factors provided``: present -> fp8; absent ->
+             unknown (with ``auto`` the target model resolves after the check and never warns).
+
+Counting: a signal is *available* when its verdict is not ``unknown``. argv and checkpoint are
+one source: the checkpoint counts only when the flag is ``auto`` (then argv itself is
+``unknown``); with an explicit flag argv counts and the checkpoint row repeats it uncounted.
+The checkpoint resolves the flag the running server got (log dump, /server_info) when known;
+if that is ``auto`` while the unit's argv is explicit, the row still does not count.
+So the counted (independent) signals are at most one of argv/checkpoint plus server,
+log_dtype, pool_bytes and fp8_warning. Every available signal, counted or not, must agree.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import kv_summary
+
+SIGNALS = ("argv", "checkpoint", "server", "log_dtype", "pool_bytes", "fp8_warning")
+VERDICTS = ("bf16", "fp8", "other", "unknown")
+RESULT_VERDICTS = ("bf16", "fp8", "other", "mixed", "insufficient")
+# expected option -> the verdict that passes
+EXPECTED = {"bf16": "bf16", "fp8_e4m3": "fp8"}
+DEFAULT_MIN_SIGNALS = 3
+KV_FLAG = "--kv-cache-dtype"
+TP_FLAGS = ("--tp-size", "--tensor-parallel-size", "--tp")
+MODEL_FLAGS = ("--model-path", "--model")
+MAX_POOLS = 256
+MAX_EVIDENCE = 600
+
+BF16_NAMES = ("bf16", "bfloat16")
+FP8_NAMES = ("fp8", "fp8_e4m3", "fp8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+OTHER_NAMES = ("float16", "fp16", "half", "float32", "fp32", "float", "mxfp8", "nvfp4", "fp4_e2m1", "fp4_mx_block16",
+               "float4_e2m1fn_x2", "uint8")
+INFERRED = {"bfloat16": "bf16", "fp8": "fp8", "float32": "other", "fp4": "other"}
+
+FP8_WARNING = "Using FP8 KV cache but no scaling factors provided"
+WHY_FP8 = ("the checkpoint's kv_cache_quant_algo FP8 makes --kv-cache-dtype auto choose an FP8 E4M3 KV cache, and with "
+           "no k/v scales loaded SGLang runs it with scale 1.0 (less accurate, worst on long reasoning)")
+HOW_TO = {
+    "argv": "pass argv (the launch command as a list) or unit (the systemd unit running SGLang)",
+    "checkpoint": "set checkpoint to the model directory served",
+    "server": "set url (and api_key) of the running server and make sure it is up",
+    "log_dtype": "pass log_audit's facts as log_facts (the log must include SGLang's INFO lines from TP0)",
+    "pool_bytes": "pass log_facts with the 'KV Cache is allocated' lines, checkpoint for the architecture, and the "
+                  "tp_size (from the ServerArgs dump, argv, the server or the tp_size option)",
+    "fp8_warning": "only ever says fp8 (its absence proves nothing)",
+}
+
+
+class GuardError(ValueError):
+    """Unusable guard options; the message says what to fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _norm(name):
+    if not isinstance(name, str):
+        return None
+    name = name.strip().lower()
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    return name or None
+
+
+def classify_dtype(name):
+    """bf16 / fp8 / other / auto / unknown for a CLI or torch dtype name."""
+    key = _norm(name)
+    if key is None:
+        return "unknown"
+    if key == "auto":
+        return "auto"
+    if key in BF16_NAMES:
+        return "bf16"
+    if key in FP8_NAMES:
+        return "fp8"
+    if key in OTHER_NAMES or "fp4" in key or "float4" in key:
+        return "other"
+    return "unknown"
+
+
+def _int(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _positive(value):
+    value = _int(value)
+    return value if value is not None and value > 0 else None
+
+
+def _text(value, limit=120):
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else None
+
+
+def _signal(name, verdict, evidence, counted=None, source=None):
+    available = verdict != "unknown"
+    if len(evidence) > MAX_EVIDENCE:
+        evidence = evidence[:MAX_EVIDENCE] + "..."
+    return {"name": name, "verdict": verdict, "available": available,
+            "counted": available if counted is None else (available and counted),
+            "evidence": evidence, "source": source}
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch command
+
+
+def _expand(argv):
+    """argv elements, with whole command strings inside (sh -c '...') split into words."""
+    out = []
+    for item in argv:
+        if not isinstance(item, str):
+            item = str(item)
+        if any(c.isspace() for c in item.strip()):
+            try:
+                out.extend(shlex.split(item))
+            except ValueError:
+                out.extend(item.split())
+        elif item:
+            out.append(item)
+    return out
+
+
+def _looks_like_sglang(words):
+    for i, word in enumerate(words):
+        base = os.path.basename(word)
+        if "sglang.launch_server" in word or base.startswith("launch_server"):
+            return True
+        if base == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
+            return True
+        if word.split("=", 1)[0] in MODEL_FLAGS:
+            return True
+    return False
+
+
+def _flag_value(words, i, flags):
+    """(value, consumed) when words[i] is one of flags (``--f v`` or ``--f=v``), else (None, 0)."""
+    word = words[i]
+    for flag in flags:
+        if word == flag:
+            return (words[i + 1] if i + 1 < len(words) else ""), 2
+        if word.startswith(flag + "="):
+            return word[len(flag) + 1:], 1
+    return None, 0
+
+
+def parse_launch_argv(argv):
+    """What a launch command says about the KV cache: the flag value, tp size, model path, problems."""
+    info = {"kv_cache_dtype": None, "flag_form": None, "tp_size": None, "model_path": None, "config_file": None,
+            "sglang": False, "problem": None, "words": 0}
+    if isinstance(argv, str):
+        argv = [argv]
+    if not isinstance(argv, (list, tuple)):
+        info["problem"] = "argv must be a list of strings, got %s" % type(argv).__name__
+        return info
+    words = _expand(argv)
+    info["words"] = len(words)
+    info["sglang"] = _looks_like_sglang(words)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        value, used = _flag_value(words, i, (KV_FLAG,))
+        if used:
+            # argparse semantics: the last occurrence wins
+            info["kv_cache_dtype"] = value
+            info["flag_form"] = (KV_FLAG + " " + value) if used == 2 else word
+            i += used
+            continue
+        head = word.split("=", 1)[0]
+        if len(head) > len("--kv-c") and KV_FLAG.startswith(head) and head != KV_FLAG:
+            info["problem"] = ("%s abbreviates %s: argparse accepts it, but write the flag in full so it can be "
+                               "audited" % (head, KV_FLAG))
+        value, used = _flag_value(words, i, TP_FLAGS)
+        if used:
+            info["tp_size"] = _positive(value)
+            i += used
+            continue
+        value, used = _flag_value(words, i, MODEL_FLAGS)
+        if used:
+            info["model_path"] = value or None
+            i += used
+            continue
+        value, used = _flag_value(words, i, ("--config",))
+        if used:
+            info["config_file"] = value or None
+            i += used
+            continue
+        i += 1
+    return info
+
+
+SECRET_FLAGS = ("--api-key", "--admin-api-key")
+REDACTED = "********"
+
+
+def redact_argv(argv, secret=None):
+    """A copy of argv with the values of --api-key-like flags (and the given secret) masked."""
+    if not isinstance(argv, (list, tuple)):
+        return argv
+    out, hide_next = [], False
+    for word in argv:
+        word = word if isinstance(word, str) else str(word)
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        head = word.split("=", 1)[0]
+        if head in SECRET_FLAGS:
+            if "=" in word:
+                out.append(head + "=" + REDACTED)
+            else:
+                out.append(word)
+                hide_next = True
+            continue
+        if any(flag + " " in word or flag + "=" in word for flag in SECRET_FLAGS):
+            # a whole command line inside one element (sh -c '...')
+            word = re.sub(r"(--(?:admin-)?api-key)(=|\s+)(\S+)", lambda m: m.group(1) + m.group(2) + REDACTED, word)
+        if secret and secret in word:
+            word = word.replace(secret, REDACTED)
+        out.append(word)
+    return out
+
+
+_EXEC_ARGV_RE = re.compile(r"argv\[\]=(.*?) ; (?:ignore_errors|flags)=", re.S)
+
+
+def parse_execstart(text):
+    """Commands of ``systemctl show -p ExecStart --value UNIT`` as lists of words.
+
+    systemd joins each command's argv with single spaces (no quoting), so words are split on
+    whitespace. A bare command line (no ``{ path=... }`` record) is split the same way.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return []
+    found = _EXEC_ARGV_RE.findall(text)
+    if found:
+        return [cmd.split() for cmd in found if cmd.strip()]
+    stripped = text.strip()
+    if stripped.startswith("ExecStart="):
+        stripped = stripped[len("ExecStart="):]
+    if stripped.startswith("{"):
+        return []
+    return [stripped.split()]
+
+
+def select_launch_command(commands):
+    """The SGLang command among a unit's ExecStart commands (first that looks like one), else None."""
+    commands = [c for c in commands if isinstance(c, list) and c]
+    for cmd in commands:
+        if _looks_like_sglang(_expand(cmd)):
+            return cmd
+    return commands[0] if len(commands) == 1 else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Signals
+
+
+def _launch_flag(inputs, facts, server_sum):
+    """Where the KV flag comes from: (value or None, source label, known, problem, parsed argv info).
+
+    The label says where the value was read and how it was written there.
+    """
+    argv_in = inputs.get("argv")
+    source = inputs.get("argv_source") if isinstance(inputs.get("argv_source"), str) else "argv"
+    argv_error = inputs.get("argv_error")
+    if argv_in is not None:
+        parsed = parse_launch_argv(argv_in)
+        if parsed["problem"]:
+            return None, source, False, parsed["problem"], parsed
+        value = parsed["kv_cache_dtype"]
+        if value is not None and "$" in value:
+            return None, source, False, ("%s is set from an environment variable (%s) that systemd expands at start, "
+                                         "so the unit does not show the value: write the value in ExecStart"
+                                         % (KV_FLAG, _text(value))), parsed
+        if value is None:
+            if parsed["config_file"]:
+                return None, source, False, ("%s is not on the command line but --config %s may set it: put %s on the "
+                                             "command line" % (KV_FLAG, _text(parsed["config_file"]), KV_FLAG)), parsed
+            if not parsed["sglang"]:
+                return None, source, False, ("the command (%d words) does not look like an SGLang launch "
+                                             "(no sglang.launch_server, 'sglang serve' or --model-path), so a missing "
+                                             "%s proves nothing: pass the SGLang command itself"
+                                             % (parsed["words"], KV_FLAG)), parsed
+            return "auto", "%s: no %s (SGLang's default is auto)" % (source, KV_FLAG), True, None, parsed
+        return value, "%s: %s" % (source, _text(parsed["flag_form"])), True, None, parsed
+    if isinstance(argv_error, str) and argv_error:
+        return None, source, False, "%s: %s" % (source, argv_error), None
+    if facts is not None and isinstance(facts.get("kv_cache_dtype_configured"), str):
+        return facts["kv_cache_dtype_configured"], "log ServerArgs dump: kv_cache_dtype=%r" % facts[
+            "kv_cache_dtype_configured"], True, None, None
+    if server_sum is not None and isinstance(server_sum.get("flag"), str):
+        return server_sum["flag"], "/server_info: kv_cache_dtype=%r" % server_sum["flag"], True, None, None
+    return None, source, False, None, None
+
+
+def _running_flag(facts, server_sum):
+    """The flag the running server was started with (log dump first, then /server_info)."""
+    if facts is not None and isinstance(facts.get("kv_cache_dtype_configured"), str):
+        return facts["kv_cache_dtype_configured"], "the log's ServerArgs dump"
+    if server_sum is not None and isinstance(server_sum.get("flag"), str):
+        return server_sum["flag"], "/server_info"
+    return None, None
+
+
+def _same_flag(a, b):
+    ca, cb = classify_dtype(a), classify_dtype(b)
+    if ca in ("bf16", "auto") or cb in ("bf16", "auto"):
+        return ca == cb
+    return _norm(a) == _norm(b)
+
+
+def argv_signal(value, label, known, problem):
+    if not known:
+        why = problem or "no launch command: " + HOW_TO["argv"]
+        return _signal("argv", "unknown", why, source=label)
+    cls = classify_dtype(value)
+    if cls == "auto":
+        return _signal("argv", "unknown", "%s -> auto: the checkpoint decides (see checkpoint)" % label, source=label)
+    if cls == "unknown":
+        return _signal("argv", "unknown", "%s: %r is not a known KV dtype" % (label, _text(value)), source=label)
+    return _signal("argv", cls, "%s (explicit)" % label, source=label)
+
+
+def _checkpoint_kv(ckpt):
+    quant = _dict(ckpt.get("quantization")) or {}
+    auto = ckpt.get("kv_cache_dtype_auto", quant.get("kv_cache_dtype_auto"))
+    legacy = quant.get("kv_cache_dtype_auto_without_hf_fallback")
+    algo = ckpt.get("kv_cache_quant_algo", quant.get("kv_cache_quant_algo"))
+    source = ckpt.get("kv_cache_quant_source", quant.get("kv_cache_quant_source"))
+    return auto, legacy, algo, source
+
+
+def checkpoint_signal(ckpt, ckpt_error, flag_value, flag_label, flag_known, argv_counted=False):
+    if ckpt_error:
+        return _signal("checkpoint", "unknown", "cannot read the checkpoint: %s" % _text(ckpt_error, 300))
+    if ckpt is None:
+        return _signal("checkpoint", "unknown", "not given: " + HOW_TO["checkpoint"])
+    auto, legacy, algo, source = _checkpoint_kv(ckpt)
+    scales = ckpt.get("kv_scales_present")
+    where = ("kv_cache_quant_algo %s in %s" % (algo, source)) if algo else "no KV-cache quantization metadata"
+    flag_cls = classify_dtype(flag_value) if flag_known else "unknown"
+    if flag_cls in ("bf16", "fp8", "other"):
+        return _signal("checkpoint", flag_cls, "flag is explicit (%s): SGLang never overrides an explicit value, so the "
+                       "checkpoint (%s) does not change it; same source as argv, not counted" % (flag_label, where),
+                       counted=False)
+    auto_cls = classify_dtype(auto)
+    legacy_cls = classify_dtype(legacy)
+    if auto_cls in ("unknown", "auto"):
+        return _signal("checkpoint", "unknown", "cannot tell what auto resolves to from the checkpoint (%s)" % where)
+    detail = "%s makes auto resolve to %s" % (where, auto)
+    if auto_cls == "fp8":
+        detail += "; no k_scale/v_scale tensors, so scale 1.0" if scales is False else ""
+    if legacy_cls not in ("unknown", "auto") and legacy_cls != auto_cls:
+        detail += (" (SGLang releases without the hf_quant_config.json fallback resolve it to %s instead; the riskier "
+                   "reading is kept)" % legacy)
+    if flag_cls == "auto":
+        if argv_counted:
+            # the unit's explicit flag already counts for the launch configuration
+            return _signal("checkpoint", auto_cls, "flag auto (%s): %s; not counted: argv already counts for the launch "
+                           "configuration" % (flag_label, detail), counted=False)
+        return _signal("checkpoint", auto_cls, "flag auto (%s): %s" % (flag_label, detail))
+    return _signal("checkpoint", "unknown", "the launch flag is unknown, so this only says what auto would do: %s"
+                   % detail)
+
+
+def server_signal(server_sum, server_error):
+    if server_error:
+        return _signal("server", "unknown", "server not reachable: %s" % _text(server_error, 400))
+    if server_sum is None:
+        return _signal("server", "unknown", "not queried: " + HOW_TO["server"])
+    resolved = server_sum.get("resolved") or []
+    flag = server_sum.get("flag")
+    head = "/server_info kv_cache_dtype=%r, internal_states[*].kv_cache_dtype=%s" % (flag, _text(resolved, 200))
+    if not resolved:
+        return _signal("server", "unknown", head + ": no scheduler state reports a KV dtype in this SGLang version")
+    classes = [classify_dtype(r) for r in resolved]
+    decided = [c for c in classes if c not in ("auto", "unknown")]
+    if not decided:
+        return _signal("server", "unknown", head + ": 'auto' means the scheduler kept the flag string; that proves "
+                       "nothing across SGLang versions")
+    # ranks cannot really differ; if they do, the non-bf16 one decides
+    bad = [c for c in decided if c != "bf16"]
+    return _signal("server", bad[0] if bad else "bf16", head)
+
+
+def log_dtype_signal(facts):
+    if facts is None:
+        return _signal("log_dtype", "unknown", "no log facts: " + HOW_TO["log_dtype"])
+    eff = facts.get("kv_dtype_effective")
+    src = "'Using KV cache dtype' / 'KV Cache is allocated. dtype' line"
+    if not isinstance(eff, str):
+        pools = facts.get("kv_pools") if isinstance(facts.get("kv_pools"), list) else []
+        eff = next((p.get("dtype") for p in pools if isinstance(p, dict) and isinstance(p.get("dtype"), str)), None)
+        src = "'KV Cache is allocated. dtype' line"
+    if not isinstance(eff, str):
+        return _signal("log_dtype", "unknown", "the log has no 'Using KV cache dtype: torch.X' or 'KV Cache is "
+                       "allocated. dtype: torch.X' line (log level above INFO, or a log from before the KV pool)")
+    cls = classify_dtype(eff)
+    if cls in ("auto", "unknown"):
+        return _signal("log_dtype", "unknown", "log effective KV dtype %r (%s) is not a known dtype" % (_text(eff), src))
+    return _signal("log_dtype", cls, "log effective KV dtype %s (%s)" % (eff, src))
+
+
+def _pool_observed(pool):
+    tokens = _positive(pool.get("tokens"))
+    if tokens is None:
+        return None
+    for key in ("k_gb", "kv_gb"):
+        size = pool.get(key)
+        if isinstance(size, (int, float)) and not isinstance(size, bool) and math.isfinite(size) and size >= 0:
+            return {"tokens": tokens, key: float(size)}
+    return None
+
+
+def pool_signal(facts, arch, tp_size, tp_label):
+    if facts is None:
+        return _signal("pool_bytes", "unknown", "no log facts: " + HOW_TO["pool_bytes"])
+    pools = facts.get("kv_pools")
+    pools = [p for p in pools if isinstance(p, dict)][:MAX_POOLS] if isinstance(pools, list) else []
+    if not pools:
+        return _signal("pool_bytes", "unknown", "the log has no 'KV Cache is allocated' line with pool sizes")
+    if arch is None:
+        return _signal("pool_bytes", "unknown", "needs the model architecture: set checkpoint")
+    if tp_size is None:
+        return _signal("pool_bytes", "unknown", "tp_size unknown: set tp_size, or give argv / a log with the "
+                       "ServerArgs dump / url")
+    try:
+        cell = kb.kv_cell(arch, tp_size, "bf16")
+    except (kb.BudgetError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        return _signal("pool_bytes", "unknown", "cannot size the KV cell: %s" % _text(str(exc), 300))
+    draft_cell = dict(cell, full_attention_layers=1)
+    targets, drafts, skipped = [], 0, 0
+    for pool in pools:
+        obs = _pool_observed(pool)
+        if obs is None:
+            skipped += 1
+            continue
+        try:
+            got = kb.infer_kv_dtype(obs, cell)
+            if got["inferred_kv_dtype"] is None and kb.infer_kv_dtype(obs, draft_cell)["inferred_kv_dtype"]:
+                drafts += 1  # the speculative draft's pool: one layer
+                continue
+        except (kb.BudgetError, TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError):
+            skipped += 1
+            continue
+        targets.append((pool, got))
+    geometry = "%d full-attention layers x %d KV head(s) per rank x head_dim %d at tp_size %d (%s)" % (
+        cell["full_attention_layers"], cell["kv_heads_per_rank"], cell["head_dim"], tp_size, tp_label)
+    notes = []
+    if drafts:
+        notes.append("%d draft pool(s) ignored" % drafts)
+    if skipped:
+        notes.append("%d pool line(s) without #tokens or size skipped" % skipped)
+    decided = [(p, g) for p, g in targets if g["inferred_kv_dtype"] in INFERRED]
+    if not decided:
+        why = targets[0][1]["note"] if targets and targets[0][1].get("note") else "no usable pool line"
+        return _signal("pool_bytes", "unknown", "%s; %s%s" % (why, geometry, ("; " + ", ".join(notes)) if notes else ""))
+    verdicts = [INFERRED[g["inferred_kv_dtype"]] for _p, g in decided]
+    bad = [v for v in verdicts if v != "bf16"]
+    verdict = bad[0] if bad else "bf16"
+    pool, got = decided[verdicts.index(verdict)]
+    size_key = "K size" if got["size_field"] == "k_gb" else "KV size"
+    agree = sum(1 for v in verdicts if v == verdict)
+    evidence = "%s: #tokens %d, %s %.2f GB -> %.3f bytes/element (%s) over %s; %d of %d pool(s) agree" % (
+        pool.get("rank") or "pool", got["tokens"], size_key, got["size_gib"], got["bytes_per_element"],
+        got["inferred_kv_dtype"], geometry, agree, len(decided))
+    if notes:
+        evidence += "; " + ", ".join(notes)
+    return _signal("pool_bytes", verdict, evidence)
+
+
+def fp8_warning_signal(facts):
+    if facts is None:
+        return _signal("fp8_warning", "unknown", "no log facts: " + HOW_TO["log_dtype"])
+    if facts.get("fp8_scale_warning") is True:
+        return _signal("fp8_warning", "fp8", "log: '%s ... Defaulting to scaling factors of 1.0' -> FP8 E4M3 KV cache "
+                       "with scale 1.0" % FP8_WARNING)
+    return _signal("fp8_warning", "unknown", "warning absent: proves nothing (with auto the target model resolves the "
+                   "dtype after this check and never prints it)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdict
+
+
+def _tp_size(inputs, facts, server_sum, parsed_argv):
+    for value, label in ((inputs.get("tp_size"), "tp_size option"),
+                         (facts.get("tp_size") if facts else None, "log ServerArgs dump"),
+                         (server_sum.get("tp_size") if server_sum else None, "/server_info"),
+                         (parsed_argv.get("tp_size") if parsed_argv else None, "argv")):
+        tp = _positive(value)
+        if tp is not None:
+            return tp, label
+    return None, None
+
+
+def _overall(signals, expected_cls, min_signals):
+    available = [s for s in signals if s["available"]]
+    counted = sum(1 for s in signals if s["counted"])
+    classes = sorted(set(s["verdict"] for s in available))
+    if not classes:
+        return "insufficient", counted
+    if len(classes) > 1:
+        return "mixed", counted
+    only = classes[0]
+    if only in ("bf16", expected_cls) and counted < min_signals:
+        return "insufficient", counted
+    return only, counted
+
+
+def render_table(signals):
+    rows = [("signal", "verdict", "counted", "evidence")]
+    for s in signals:
+        rows.append((s["name"], s["verdict"], "yes" if s["counted"] else "no", s["evidence"]))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    w2 = max(len(r[2]) for r in rows)
+    lines = []
+    for i, (a, b, c, d) in enumerate(rows):
+        lines.append("%-*s | %-*s | %-*s | %s" % (w0, a, w1, b, w2, c, d))
+        if i == 0:
+            lines.append("%s-+-%s-+-%s-+-%s" % ("-" * w0, "-" * w1, "-" * w2, "-" * 8))
+    return "\n".join(lines)
+
+
+def _fix(verdict, signals, counted, min_signals, explicit_flag, checkpoint_fp8):
+    by = dict((s["name"], s) for s in signals)
+    parts = []
+    if verdict in ("fp8", "other", "mixed"):
+        if explicit_flag and by["argv"]["verdict"] != "bf16":
+            parts.append("the launch command sets %s explicitly to a non-bf16 value: change it to --kv-cache-dtype "
+                         "bf16 in the unit's ExecStart and restart the unit" % KV_FLAG)
+        else:
+            parts.append("launch SGLang with --kv-cache-dtype bf16 (in the unit's ExecStart) and restart the unit; "
+                         "an explicit value is never overridden by the checkpoint")
+        if checkpoint_fp8 or verdict == "fp8":
+            parts.append("Why: " + WHY_FP8)
+    if verdict == "mixed":
+        parts.append("The signals disagree: if the unit was changed, restart it so the server, its log and the unit "
+                     "describe the same invocation, and pass only the current invocation's log facts")
+    if verdict == "insufficient":
+        missing = ["%s (%s)" % (s["name"], HOW_TO[s["name"]]) for s in signals
+                   if not s["available"] and s["name"] != "fp8_warning"
+                   and not (s["name"] == "argv" and by["checkpoint"]["counted"])
+                   and not (s["name"] == "checkpoint" and explicit_flag)]
+        parts.append("Only %d independent signal(s) available, %d required: make more available: %s"
+                     % (counted, min_signals, "; ".join(missing) if missing else "no other source can be added"))
+    return ". ".join(parts)
+
+
+def max_countable(expected_cls):
+    """Signals that can ever count for a verdict (the FP8 warning never says bf16)."""
+    return 5 if expected_cls == "fp8" else 4
+
+
+def evaluate(inputs):
+    """Verdicts of every signal and the overall decision (see the module docstring for the rules).
+
+    ``inputs`` keys (all optional except as noted): ``argv`` (list), ``argv_source`` (label),
+    ``argv_error`` (why argv could not be read), ``checkpoint`` (``inspect_checkpoint`` result),
+    ``checkpoint_error``, ``server_info`` (a /server_info JSON object), ``server_error``,
+    ``log_facts`` (``_sglang_log`` facts), ``tp_size``, ``expected`` (bf16 or fp8_e4m3),
+    ``waiver_reason`` (required for fp8_e4m3), ``min_signals`` (default 3).
+    """
+    if not isinstance(inputs, dict):
+        raise GuardError("inputs must be a dict")
+    expected = inputs.get("expected", "bf16") or "bf16"
+    if not isinstance(expected, str) or expected not in EXPECTED:
+        raise GuardError("expected must be one of %s, got %r" % (", ".join(EXPECTED), expected))
+    expected_cls = EXPECTED[expected]
+    waiver = inputs.get("waiver_reason")
+    if expected_cls == "fp8" and not (isinstance(waiver, str) and waiver.strip()):
+        raise GuardError("expected fp8_e4m3 needs waiver_reason: say why an FP8 KV cache (scale 1.0 without "
+                         "calibrated k/v scales) is acceptable here")
+    min_signals = inputs.get("min_signals", DEFAULT_MIN_SIGNALS)
+    min_signals = DEFAULT_MIN_SIGNALS if min_signals is None else min_signals
+    if _int(min_signals) is None or isinstance(min_signals, str) or not 1 <= _int(min_signals) <= max_countable(expected_cls):
+        raise GuardError("min_signals must be an integer from 1 to %d (the independent signals that can say %s), "
+                         "got %r" % (max_countable(expected_cls), expected_cls, min_signals))
+    min_signals = _int(min_signals)
+
+    facts = _dict(inputs.get("log_facts"))
+    ckpt = _dict(inputs.get("checkpoint"))
+    ckpt_error = inputs.get("checkpoint_error") or (None if ckpt is not None or inputs.get("checkpoint") is None
+                                                    else "checkpoint input is not a dict")
+    server_error = inputs.get("server_error")
+    info = inputs.get("server_info")
+    if info is not None and not isinstance(info, dict) and not server_error:
+        server_error = "the /server_info answer is not a JSON object"
+    server_sum = kv_summary(info) if isinstance(info, dict) and not server_error else None
+
+    flag_value, flag_label, flag_known, problem, parsed = _launch_flag(inputs, facts, server_sum)
+    run_value, run_label = _running_flag(facts, server_sum)
+    notes = []
+    if parsed is not None and flag_known and run_value is not None and not _same_flag(flag_value, run_value):
+        notes.append("the launch command has --kv-cache-dtype %s but %s shows the running server was started with "
+                     "%s: the unit changed without a restart; restart it" % (flag_value, run_label, run_value))
+    # the checkpoint resolves the flag the running server actually got, when that is known
+    if run_value is not None:
+        ck_value, ck_label, ck_known = run_value, run_label + " kv_cache_dtype=%r" % run_value, True
+    else:
+        ck_value, ck_label, ck_known = flag_value, flag_label, flag_known
+    arch = _dict(ckpt.get("architecture")) if ckpt else None
+    tp_size, tp_label = _tp_size(inputs, facts, server_sum, parsed)
+
+    argv_sig = argv_signal(flag_value, flag_label, flag_known, problem)
+    signals = [
+        argv_sig,
+        checkpoint_signal(ckpt, ckpt_error, ck_value, ck_label, ck_known, argv_sig["counted"]),
+        server_signal(server_sum, server_error),
+        log_dtype_signal(facts),
+        pool_signal(facts, arch, tp_size, tp_label),
+        fp8_warning_signal(facts),
+    ]
+    verdict, counted = _overall(signals, expected_cls, min_signals)
+    passed = verdict == expected_cls or (expected_cls == "fp8" and verdict == "bf16")
+    waived = passed and expected_cls == "fp8" and verdict == "fp8"
+    explicit_flag = classify_dtype(ck_value if ck_known else None) in ("bf16", "fp8", "other")
+    auto, _legacy, _algo, _src = _checkpoint_kv(ckpt) if ckpt else (None, None, None, None)
+    fix = None if passed else _fix(verdict, signals, counted, min_signals, explicit_flag, classify_dtype(auto) == "fp8")
+    if facts is not None and ckpt is not None and isinstance(facts.get("model_path"), str) and isinstance(ckpt.get("path"), str):
+        if os.path.isabs(facts["model_path"]) and os.path.normpath(facts["model_path"]) != os.path.normpath(ckpt["path"]):
+            notes.append("the log's model_path %s is not the checkpoint given (%s): the checkpoint signal may describe "
+                         "another model" % (facts["model_path"], ckpt["path"]))
+    table = render_table(signals)
+    return {
+        "verdict": verdict,
+        "passed": passed,
+        "expected": expected,
+        "waived": waived,
+        "waiver_reason": waiver if waived else None,
+        "available_signals": counted,
+        "min_signals": min_signals,
+        "signals": signals,
+        "table": table,
+        "fix": fix,
+        "notes": notes,
+        "message": _message(verdict, passed, waived, counted, min_signals, expected, table, fix, waiver),
+    }
+
+
+def _message(verdict, passed, waived, counted, min_signals, expected, table, fix, waiver):
+    if passed:
+        head = "KV cache guard passed: verdict %s from %d independent signal(s) (%d required)" % (verdict, counted, min_signals)
+        if waived:
+            head += "; FP8 KV cache waived: %s" % waiver
+        return head + "\n" + table
+    head = ("KV cache guard failed: verdict %s, expected %s (%d independent signal(s) available, %d required)"
+            % (verdict, expected, counted, min_signals))
+    return "%s\n%s\nFix: %s" % (head, table, fix)

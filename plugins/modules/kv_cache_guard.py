@@ -1,0 +1,343 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: kv_cache_guard
+short_description: Prove from independent signals that an SGLang server's KV cache runs in bf16
+version_added: 0.1.0
+description:
+  - A checkpoint whose quantization metadata says C(kv_cache_quant_algo FP8) (NVIDIA ModelOpt NVFP4 exports
+    usually do) makes C(--kv-cache-dtype auto) run an FP8 E4M3 KV cache. When no k/v scales are loaded it runs
+    with scale 1.0, and the server may not print any warning. This module gathers the signals that show the
+    real KV dtype and fails unless they prove bf16.
+  - Each signal gets a verdict (C(bf16), C(fp8), C(other) or C(unknown)) and its evidence.
+  - C(argv) is the C(--kv-cache-dtype) of the launch command from O(argv) or from the O(unit)'s C(ExecStart).
+    Both C(--kv-cache-dtype bf16) and C(--kv-cache-dtype=bf16) are read, and an absent flag means C(auto).
+    Without O(argv)/O(unit), the running server's own record of the flag is used, that is the ServerArgs dump
+    in O(log_facts), else the top-level C(kv_cache_dtype) of C(/server_info).
+  - C(checkpoint) is what O(checkpoint) makes C(auto) resolve to. It is meaningful only when the flag is
+    C(auto). With an explicit flag SGLang never consults the checkpoint, so this row repeats the flag.
+  - C(server) is C(internal_states[*].kv_cache_dtype) of the live server's C(/server_info), which SGLang
+    rewrites to C(fp8_e4m3) when C(auto) resolved to FP8. C(auto) there proves nothing. The signal is
+    C(unknown), with the reason, when the server cannot be read.
+  - C(log_dtype) is the log's effective dtype line, C(Using KV cache dtype) or C(KV Cache is allocated. dtype).
+  - C(pool_bytes) is the byte arithmetic of the C(KV Cache is allocated) pools. It uses the token count, the K (or KV)
+    size, the model's full-attention layers, KV heads per rank at the TP size, and the head dim. About 2 bytes
+    per element means bf16 and about 1 means fp8. Speculative-decoding draft pools (one layer) are ignored.
+  - C(fp8_warning) is the C(Using FP8 KV cache but no scaling factors provided) warning of the current
+    invocation. When present it means fp8. When absent the signal is C(unknown), never bf16, because with
+    C(auto) the target model resolves its dtype after this check.
+  - Counting independent signals. A signal is available when its verdict is not C(unknown). argv and
+    checkpoint are one source. The checkpoint counts only when the flag is C(auto), and then argv is
+    C(unknown). With an explicit flag, argv counts and the checkpoint row repeats it without counting. So at
+    most four independent signals can say bf16 (argv or checkpoint, server, log_dtype, pool_bytes), and five
+    can say fp8.
+  - The guard passes when every available signal (counted or not) says the same and at least O(min_signals)
+    independent signals are available. Otherwise the verdict is C(mixed) (signals disagree), C(fp8) or
+    C(other) (the KV cache is not bf16), or C(insufficient). On failure the message is a table
+    (signal, verdict, counted, evidence) followed by the fix.
+author:
+  - llmops maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+  - llmops.sglang.attributes.info_module
+options:
+  argv:
+    description:
+      - The SGLang launch command as a list of words (for example the unit's rendered C(ExecStart)).
+      - An element that holds a whole command line (as in C(sh -c '...')) is split into words.
+      - Mutually exclusive with O(unit).
+    type: list
+    elements: str
+  unit:
+    description:
+      - A systemd unit whose C(ExecStart) is read with C(systemctl show -p ExecStart --value UNIT). The first
+        command that looks like an SGLang launch is used.
+      - The unit file is what the next start will use, not necessarily what is running. A mismatch with the
+        running server's flag is reported in RV(notes) and usually makes the verdict C(mixed).
+      - Mutually exclusive with O(argv).
+    type: str
+  checkpoint:
+    description:
+      - The checkpoint directory being served (the one with C(config.json)). It decides what C(auto)
+        resolves to, and its architecture sizes the C(pool_bytes) arithmetic.
+    type: path
+  url:
+    description:
+      - Base URL of the running SGLang server for the C(server) signal. Set to an empty string to skip it.
+    type: str
+    default: http://127.0.0.1:30000
+  api_key:
+    description:
+      - The server's C(--api-key), sent as a bearer token.
+    type: str
+  timeout:
+    description:
+      - Seconds allowed for the C(/server_info) request.
+    type: float
+    default: 10
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate for C(https://) URLs.
+    type: bool
+    default: true
+  log_facts:
+    description:
+      - The C(facts) of C(llmops.sglang.log_audit) for the current invocation of the server (keys used are
+        C(kv_cache_dtype_configured), C(kv_dtype_effective), C(kv_pools), C(fp8_scale_warning), C(tp_size),
+        C(model_path)).
+      - Facts of an earlier invocation describe an earlier server. Pass only the current one's facts, which is
+        what log_audit reports for a log holding several starts.
+    type: dict
+  tp_size:
+    description:
+      - Tensor-parallel size for the C(pool_bytes) arithmetic. By default it is taken from O(log_facts), then
+        C(/server_info), then the launch command.
+    type: int
+  expected:
+    description:
+      - C(bf16) requires a bf16 KV cache.
+      - C(fp8_e4m3) also accepts an FP8 KV cache, reported as waived. It needs O(waiver_reason). Signals must
+        still agree and be sufficient.
+    type: str
+    choices: [bf16, fp8_e4m3]
+    default: bf16
+  waiver_reason:
+    description:
+      - Why an FP8 KV cache is acceptable. Required when O(expected=fp8_e4m3).
+    type: str
+  min_signals:
+    description:
+      - Independent signals that must be available. The maximum is 4 for O(expected=bf16) and 5 for
+        O(expected=fp8_e4m3).
+    type: int
+    default: 3
+notes:
+  - Only reads; never changes the host or the server.
+seealso:
+  - module: llmops.sglang.server_info
+  - module: llmops.sglang.checkpoint_info
+"""
+
+EXAMPLES = r"""
+- name: Audit the running server's log
+  llmops.sglang.log_audit:
+    unit: sglang.service
+  register: sglang_log
+
+- name: Refuse anything but a bf16 KV cache
+  llmops.sglang.kv_cache_guard:
+    unit: sglang.service
+    checkpoint: /models/Qwen3.5-397B-A17B-NVFP4
+    url: http://127.0.0.1:30000
+    api_key: "{{ sglang_api_key }}"
+    log_facts: "{{ sglang_log.facts }}"
+
+- name: Accept a calibrated FP8 KV cache on a capacity-test host
+  llmops.sglang.kv_cache_guard:
+    argv: "{{ sglang_argv }}"
+    checkpoint: /models/Qwen3.5-397B-A17B-NVFP4
+    log_facts: "{{ sglang_log.facts }}"
+    expected: fp8_e4m3
+    waiver_reason: capacity test with calibrated k/v scales, ticket OPS-1234
+"""
+
+RETURN = r"""
+verdict:
+  description: >-
+    C(bf16) or C(fp8) or C(other) when the available signals agree and enough of them count,
+    C(mixed) when they disagree, C(insufficient) when too few independent signals are available.
+  returned: always
+  type: str
+  sample: fp8
+passed:
+  description: Whether the guard passed.
+  returned: always
+  type: bool
+expected:
+  description: The O(expected) option.
+  returned: always
+  type: str
+waived:
+  description: Whether an FP8 KV cache was accepted through O(waiver_reason).
+  returned: always
+  type: bool
+waiver_reason:
+  description: The waiver reason when RV(waived), else null.
+  returned: always
+  type: str
+available_signals:
+  description: How many independent signals were available (counted).
+  returned: always
+  type: int
+  sample: 4
+min_signals:
+  description: The O(min_signals) option.
+  returned: always
+  type: int
+signals:
+  description: One entry per signal, in the order argv, checkpoint, server, log_dtype, pool_bytes, fp8_warning.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The signal.
+      type: str
+    verdict:
+      description: C(bf16), C(fp8), C(other) or C(unknown).
+      type: str
+    available:
+      description: Whether the verdict is not C(unknown).
+      type: bool
+    counted:
+      description: Whether it counts as an independent signal.
+      type: bool
+    evidence:
+      description: What was seen, and where.
+      type: str
+    source:
+      description: Where the launch flag was read (argv signal only), else null.
+      type: str
+  sample:
+    - name: checkpoint
+      verdict: fp8
+      available: true
+      counted: true
+      evidence: >-
+        flag auto (the log's ServerArgs dump kv_cache_dtype='auto'): kv_cache_quant_algo FP8 in hf_quant_config.json
+        (quantization.kv_cache_quant_algo) makes auto resolve to fp8_e4m3; no k_scale/v_scale tensors, so scale 1.0
+      source: null
+table:
+  description: The signals as a text table (signal | verdict | counted | evidence).
+  returned: always
+  type: str
+fix:
+  description: What to change when the guard failed, else null.
+  returned: always
+  type: str
+notes:
+  description: Inconsistencies worth a look (unit changed without a restart, log of another model); also shown as warnings.
+  returned: always
+  type: list
+  elements: str
+argv:
+  description: The launch command read from O(unit) or given in O(argv), with C(--api-key) values masked, or null.
+  returned: always
+  type: list
+  elements: str
+server:
+  description: How the C(/server_info) request went, shaped like one entry of RV(llmops.sglang.server_info#module:endpoints); null when O(url) is empty.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.sglang.plugins.module_utils._checkpoint import CheckpointError, inspect_checkpoint
+from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
+    DEFAULT_MIN_SIGNALS,
+    GuardError,
+    evaluate,
+    parse_execstart,
+    redact_argv,
+    select_launch_command,
+)
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
+
+
+def read_unit_argv(module, unit):
+    """(argv or None, error or None) from the unit's ExecStart."""
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return None, "systemctl not found on the managed host: pass argv instead of unit"
+    rc, out, err = module.run_command([systemctl, "show", "-p", "ExecStart", "--value", "--", unit])
+    if rc != 0:
+        return None, "systemctl show %s failed (rc %d): %s" % (unit, rc, (err or out).strip()[:300])
+    commands = parse_execstart(out)
+    if not commands:
+        return None, ("unit %s has no ExecStart (not installed, or the name is wrong: check systemctl status %s), or "
+                      "pass argv" % (unit, unit))
+    argv = select_launch_command(commands)
+    if argv is None:
+        return None, ("unit %s has %d ExecStart commands and none looks like an SGLang launch: pass argv"
+                      % (unit, len(commands)))
+    return argv, None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            argv=dict(type="list", elements="str"),
+            unit=dict(type="str"),
+            checkpoint=dict(type="path"),
+            url=dict(type="str", default=DEFAULT_URL),
+            api_key=dict(type="str", no_log=True),
+            timeout=dict(type="float", default=10),
+            validate_certs=dict(type="bool", default=True),
+            log_facts=dict(type="dict"),
+            tp_size=dict(type="int"),
+            expected=dict(type="str", choices=["bf16", "fp8_e4m3"], default="bf16"),
+            waiver_reason=dict(type="str"),
+            min_signals=dict(type="int", default=DEFAULT_MIN_SIGNALS),
+        ),
+        mutually_exclusive=[("argv", "unit")],
+        required_if=[("expected", "fp8_e4m3", ["waiver_reason"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    inputs = {
+        "expected": p["expected"],
+        "waiver_reason": p["waiver_reason"],
+        "min_signals": p["min_signals"],
+        "tp_size": p["tp_size"],
+        "log_facts": p["log_facts"],
+    }
+    if p["tp_size"] is not None and p["tp_size"] < 1:
+        module.fail_json(msg="tp_size must be >= 1 (the server's --tp-size), got %d" % p["tp_size"])
+
+    if p["unit"]:
+        argv, error = read_unit_argv(module, p["unit"])
+        inputs.update(argv=argv, argv_error=error, argv_source="unit %s ExecStart" % p["unit"])
+    elif p["argv"] is not None:
+        inputs.update(argv=p["argv"], argv_source="argv")
+
+    if p["checkpoint"]:
+        try:
+            inputs["checkpoint"] = inspect_checkpoint(p["checkpoint"])
+        except CheckpointError as exc:
+            inputs["checkpoint_error"] = str(exc)
+
+    server = None
+    if p["url"]:
+        try:
+            got = gather(p["url"], p["api_key"] or None, ["server_info"], p["timeout"], p["validate_certs"])
+        except ServerInfoError as exc:
+            module.fail_json(msg="url: %s" % exc)
+        server = got["endpoints"]["server_info"]
+        if server["ok"]:
+            inputs["server_info"] = got["server_info"]
+        else:
+            inputs["server_error"] = "%s: %s" % (server["error"]["class"], server["error"]["message"])
+
+    try:
+        result = evaluate(inputs)
+    except GuardError as exc:
+        module.fail_json(msg=str(exc))
+    result = dict(result, argv=redact_argv(inputs.get("argv"), p["api_key"]), server=server)
+    msg = result.pop("message")
+    for note in result["notes"]:
+        module.warn(note)
+    if not result["passed"]:
+        module.fail_json(msg=msg, changed=False, **result)
+    module.exit_json(changed=False, msg=msg, **result)
+
+
+if __name__ == "__main__":
+    main()

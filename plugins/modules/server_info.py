@@ -1,0 +1,268 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: server_info
+short_description: Read a running SGLang server's info, model, model list and metrics endpoints
+version_added: 0.1.0
+description:
+  - Queries a running SGLang server over HTTP from the managed host, using the Python standard library only.
+  - C(GET /server_info) (falling back to C(/get_server_info) on older servers), C(/get_model_info) (falling back
+    to C(/model_info)), C(/v1/models) and C(/metrics) (Prometheus text, parsed; only C(sglang:) metrics are kept).
+  - Summarises the KV cache dtype. The top-level C(kv_cache_dtype) of C(/server_info) is the command-line value
+    (C(auto) unless set). Each scheduler's copy in C(internal_states[*].kv_cache_dtype) is rewritten by SGLang to
+    C(fp8_e4m3) when C(auto) resolved to an FP8 KV cache because of the checkpoint's quantization metadata.
+  - Every failure is classified, with a message that says what to do. C(refused) means nothing listens on the
+    port. C(unreachable) is a DNS, routing or firewall problem. C(tls) is a certificate or scheme problem.
+    C(timeout) means no complete answer within O(timeout). C(unauthorized) is HTTP 401/403 (API key).
+    C(loading) is HTTP 503 while the server starts. C(not_found) is HTTP 404 (for C(/metrics) this means
+    C(--enable-metrics) is off). C(http_error) is any other HTTP error. C(not_json) is a body that is not a
+    JSON object. C(too_large) is an answer over 16 MiB.
+  - The API key is sent as a bearer token (C(Authorization) header) and is redacted from everything returned,
+    including credential fields of the server's own answer.
+author:
+  - llmops maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+  - llmops.sglang.attributes.info_module
+options:
+  url:
+    description:
+      - Base URL of the SGLang server, as seen from the managed host (C(http://HOST:PORT), optionally with a
+        path prefix when behind a reverse proxy).
+      - Loopback addresses never go through a proxy.
+    type: str
+    default: http://127.0.0.1:30000
+  api_key:
+    description:
+      - The server's C(--api-key). Needed when the server was started with one; sent as a bearer token.
+    type: str
+  timeout:
+    description:
+      - Seconds allowed for each request, including reading the whole answer.
+    type: float
+    default: 10
+  endpoints:
+    description:
+      - Which endpoints to fetch.
+    type: list
+    elements: str
+    choices: [server_info, model_info, models, metrics]
+    default: [server_info, model_info, models, metrics]
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate for C(https://) URLs.
+    type: bool
+    default: true
+  use_proxy:
+    description:
+      - Use the proxy from the C(http_proxy)/C(https_proxy) environment variables (loopback URLs never do).
+    type: bool
+    default: true
+  fail_on_error:
+    description:
+      - Fail when any requested endpoint could not be read. The failure message lists each failed endpoint
+        with its class and the fix, and the result still carries RV(endpoints).
+      - When false, the module succeeds and the failures are only reported in RV(endpoints) and RV(errors),
+        which suits polling with C(until).
+    type: bool
+    default: true
+notes:
+  - Only reads; never changes the server or the host.
+  - While the weights load the HTTP port is closed (C(refused)); during warm-up some endpoints answer 503
+    (C(loading)).
+seealso:
+  - module: llmops.sglang.kv_cache_guard
+"""
+
+EXAMPLES = r"""
+- name: Read the local SGLang server
+  llmops.sglang.server_info:
+    api_key: "{{ sglang_api_key }}"
+  register: sglang
+
+- name: Show what the KV cache really runs
+  ansible.builtin.debug:
+    msg: "flag {{ sglang.kv_cache_dtype.flag }}, schedulers {{ sglang.kv_cache_dtype.resolved }}"
+
+- name: Wait until the server answers, without failing on each try
+  llmops.sglang.server_info:
+    url: http://127.0.0.1:30000
+    endpoints: [server_info]
+    fail_on_error: false
+  register: probe
+  until: probe.endpoints.server_info.ok
+  retries: 60
+  delay: 10
+"""
+
+RETURN = r"""
+url:
+  description: The base URL queried.
+  returned: always
+  type: str
+  sample: http://127.0.0.1:30000
+endpoints:
+  description: Per requested endpoint, how the request went.
+  returned: always
+  type: dict
+  contains:
+    ok:
+      description: Whether the endpoint answered and its answer was parsed.
+      type: bool
+    path:
+      description: The path that answered, or the last one tried.
+      type: str
+      sample: /server_info
+    http_status:
+      description: HTTP status of the last answer, or null when there was none.
+      type: int
+    error:
+      description: Null on success, else the classified failure.
+      type: dict
+      contains:
+        class:
+          description: >-
+            One of bad_url, refused, unreachable, tls, timeout, unauthorized, loading, not_found, http_error,
+            not_json, too_large.
+          type: str
+        message:
+          description: What went wrong and what to do.
+          type: str
+    elapsed_s:
+      description: Seconds the endpoint took, fallbacks included.
+      type: float
+  sample:
+    server_info: {ok: true, path: /server_info, http_status: 200, error: null, elapsed_s: 0.004}
+    metrics:
+      ok: false
+      path: /metrics
+      http_status: 404
+      elapsed_s: 0.002
+      error: {class: not_found, message: "HTTP 404 from http://127.0.0.1:30000/metrics: metrics are disabled: ..."}
+ok:
+  description: Whether every requested endpoint was read.
+  returned: always
+  type: bool
+errors:
+  description: One line per failed endpoint, the endpoint name, a colon and the message.
+  returned: always
+  type: list
+  elements: str
+server_info:
+  description: The C(/server_info) answer (every ServerArgs field, C(internal_states), C(version)), credentials redacted.
+  returned: when the server_info endpoint was read
+  type: dict
+model_info:
+  description: The C(/get_model_info) answer (C(model_path), C(is_generation), ...).
+  returned: when the model_info endpoint was read
+  type: dict
+models:
+  description: The C(data) list of C(/v1/models).
+  returned: when the models endpoint was read
+  type: list
+  elements: dict
+served_model_names:
+  description: The C(id) of each entry of RV(models).
+  returned: always
+  type: list
+  elements: str
+  sample: [Qwen3.5-397B-A17B-NVFP4]
+metrics:
+  description:
+    - C(sglang:) samples of C(/metrics) by sample name (histograms give C(_bucket), C(_sum) and C(_count) names),
+      each a list of C({labels, value}). Non-finite values are the strings C(NaN), C(+Inf) and C(-Inf).
+  returned: when the metrics endpoint was read
+  type: dict
+  sample:
+    "sglang:token_usage": [{labels: {model_name: Qwen3.5-397B-A17B-NVFP4}, value: 0.12}]
+metrics_stats:
+  description: Counts of the metrics parse.
+  returned: when the metrics endpoint was read
+  type: dict
+  contains:
+    samples:
+      description: Sample lines parsed (all names).
+      type: int
+    kept:
+      description: Samples kept (C(sglang:) names).
+      type: int
+    malformed_lines:
+      description: Lines that are neither comments nor valid samples (skipped).
+      type: int
+    malformed_examples:
+      description: Up to five of those lines.
+      type: list
+      elements: str
+    truncated:
+      description: Whether samples were dropped beyond 20000.
+      type: bool
+kv_cache_dtype:
+  description: The KV cache dtype as the server reports it.
+  returned: always
+  type: dict
+  contains:
+    flag:
+      description: Top-level C(kv_cache_dtype) of C(/server_info), the command-line value; null when unknown.
+      type: str
+      sample: auto
+    resolved:
+      description: C(internal_states[*].kv_cache_dtype), the schedulers' values (C(fp8_e4m3) when auto resolved to FP8).
+      type: list
+      elements: str
+      sample: [fp8_e4m3]
+max_total_num_tokens:
+  description: KV pool capacity in tokens from C(/server_info), or null.
+  returned: always
+  type: int
+  sample: 1850000
+version:
+  description: SGLang version from C(/server_info), or null.
+  returned: always
+  type: str
+  sample: 0.5.23
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
+    DEFAULT_URL,
+    ENDPOINT_NAMES,
+    ServerInfoError,
+    gather,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", default=DEFAULT_URL),
+            api_key=dict(type="str", no_log=True),
+            timeout=dict(type="float", default=10),
+            endpoints=dict(type="list", elements="str", choices=list(ENDPOINT_NAMES), default=list(ENDPOINT_NAMES)),
+            validate_certs=dict(type="bool", default=True),
+            use_proxy=dict(type="bool", default=True),
+            fail_on_error=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not p["endpoints"]:
+        module.fail_json(msg="endpoints is empty: list at least one of %s" % ", ".join(ENDPOINT_NAMES))
+    try:
+        result = gather(p["url"], p["api_key"] or None, p["endpoints"], p["timeout"], p["validate_certs"], p["use_proxy"])
+    except ServerInfoError as exc:
+        module.fail_json(msg=str(exc))
+    if p["fail_on_error"] and not result["ok"]:
+        module.fail_json(msg="SGLang server at %s: %s" % (result["url"], "; ".join(result["errors"])), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,472 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_server_info against a real HTTP server on 127.0.0.1 answering like SGLang (and failing like it)."""
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
+
+KEY = "sk-test-7f3a9c1e"
+MODEL = "Qwen3.5-397B-A17B-NVFP4"
+
+# /server_info as SGLang 0.5.x answers it (ServerArgs fields, scheduler state, version).
+SERVER_INFO = {
+    "model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tokenizer_path": "/models/Qwen3.5-397B-A17B-NVFP4",
+    "tp_size": 8, "kv_cache_dtype": "auto", "quantization": None, "mem_fraction_static": 0.85,
+    "context_length": 262144, "speculative_algorithm": "EAGLE", "api_key": None, "served_model_name": MODEL,
+    "max_total_num_tokens": 3700000, "max_req_input_len": 262138, "status": "ready",
+    "internal_states": [{"tp_size": 8, "kv_cache_dtype": "fp8_e4m3", "last_gen_throughput": 93.6,
+                         "memory_usage": {"weight": 29.9, "kvcache": 26.0, "token_capacity": 3700000, "cuda_graph": 1.3},
+                         "avg_spec_accept_length": 2.8}],
+    "version": "0.5.23",
+}
+MODEL_INFO = {"model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tokenizer_path": "/models/Qwen3.5-397B-A17B-NVFP4",
+              "is_generation": True, "preferred_sampling_params": None, "weight_version": "default"}
+MODELS = {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 1764000000, "owned_by": "sglang",
+                                      "root": MODEL, "max_model_len": 262144}]}
+METRICS = """# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="%(m)s"} 3.0
+# HELP sglang:token_usage The token usage.
+# TYPE sglang:token_usage gauge
+sglang:token_usage{model_name="%(m)s"} 0.12
+sglang:gen_throughput{model_name="%(m)s"} 93.6
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="%(m)s"} 2.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="%(m)s"} 5.0
+sglang:time_to_first_token_seconds_sum{model_name="%(m)s"} 1.7
+sglang:time_to_first_token_seconds_count{model_name="%(m)s"} 5.0
+sglang:prompt_tokens_total{model_name="%(m)s"} 1234.0
+# HELP python_gc_objects_collected_total Objects collected during gc
+# TYPE python_gc_objects_collected_total counter
+python_gc_objects_collected_total{generation="0"} 4321.0
+process_start_time_seconds 1.7e+09
+""" % {"m": MODEL}
+
+
+class FakeSGLang(object):
+    """Routes path -> (status, body, content type, delay before answering)."""
+
+    def __init__(self):
+        self.routes = {}
+        self.key = None
+        self.seen = []
+        self.trickle = {}
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args):
+                return
+
+            def do_GET(self):
+                fake.seen.append((self.path, self.headers.get("Authorization")))
+                if fake.key and self.headers.get("Authorization") != "Bearer " + fake.key:
+                    return self._send(401, json.dumps({"error": "Unauthorized"}).encode(), "application/json")
+                if self.path in fake.trickle:
+                    return self._trickle(*fake.trickle[self.path])
+                status, body, ctype, delay, headers = fake.routes.get(
+                    self.path, (404, b'{"detail":"Not Found"}', "application/json", 0, ()))
+                if delay:
+                    time.sleep(delay)
+                self._send(status, body, ctype, headers)
+
+            def _send(self, status, body, ctype, extra=()):
+                if not isinstance(body, bytes):
+                    body = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(body)))
+                    for k, v in extra:
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _trickle(self, pieces, pause):
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(sum(len(p) for p in pieces)))
+                    self.end_headers()
+                    for piece in pieces:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        time.sleep(pause)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def route(self, path, body, status=200, ctype="application/json", delay=0.0, headers=()):
+        self.routes[path] = (status, body, ctype, delay, headers)
+
+    def sglang(self, old_names=False):
+        """The four endpoints; old_names serves the pre-rename paths only."""
+        self.route("/get_server_info" if old_names else "/server_info", SERVER_INFO)
+        self.route("/get_model_info" if old_names else "/model_info", MODEL_INFO)
+        self.route("/v1/models", MODELS)
+        self.route("/metrics", METRICS.encode(), ctype="text/plain; version=0.0.4")
+        return self
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake():
+    server = FakeSGLang()
+    yield server
+    server.close()
+
+
+def closed_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+# --- the happy path ----------------------------------------------------------------------------
+
+
+def test_gather_reads_all_four_endpoints(fake):
+    fake.sglang()
+    res = si.gather(fake.url, timeout=5)
+    assert res["ok"] is True and res["errors"] == []
+    assert {n: e["ok"] for n, e in res["endpoints"].items()} == dict.fromkeys(si.ENDPOINT_NAMES, True)
+    assert res["endpoints"]["server_info"]["path"] == "/server_info"
+    # model info is asked for under its old name first, then the new one
+    assert res["endpoints"]["model_info"]["path"] == "/model_info"
+    assert [seen[0] for seen in fake.seen][:3] == ["/server_info", "/get_model_info", "/model_info"]
+    assert res["kv_cache_dtype"] == {"flag": "auto", "resolved": ["fp8_e4m3"]}
+    assert res["max_total_num_tokens"] == 3700000 and res["version"] == "0.5.23"
+    assert res["served_model_names"] == [MODEL]
+    assert res["model_info"]["is_generation"] is True
+    m = res["metrics"]
+    assert m["sglang:token_usage"] == [{"labels": {"model_name": MODEL}, "value": 0.12}]
+    assert {s["labels"]["le"] for s in m["sglang:time_to_first_token_seconds_bucket"]} == {"0.1", "+Inf"}
+    assert "python_gc_objects_collected_total" not in m and "process_start_time_seconds" not in m
+    assert res["metrics_stats"]["samples"] == 10 and res["metrics_stats"]["kept"] == 8
+    json.dumps(res, allow_nan=False)
+
+
+def test_old_server_names_are_used_after_a_404(fake):
+    fake.sglang(old_names=True)
+    res = si.gather(fake.url, timeout=5)
+    assert res["ok"] is True
+    assert res["endpoints"]["server_info"]["path"] == "/get_server_info"
+    assert res["endpoints"]["model_info"]["path"] == "/get_model_info"
+    assert ("/model_info", None) not in fake.seen  # no fallback once the first name answered
+
+
+def test_only_requested_endpoints_are_fetched(fake):
+    fake.sglang()
+    res = si.gather(fake.url + "/", endpoints=["metrics", "server_info"], timeout=5)
+    assert list(res["endpoints"]) == ["server_info", "metrics"]
+    assert sorted(seen[0] for seen in fake.seen) == ["/metrics", "/server_info"]
+    assert res["model_info"] is None and res["models"] is None
+
+
+# --- API key -------------------------------------------------------------------------------------
+
+
+def test_missing_api_key_is_unauthorized(fake):
+    fake.sglang().key = KEY
+    res = si.gather(fake.url, endpoints=["server_info"], timeout=5)
+    err = res["endpoints"]["server_info"]["error"]
+    assert err["class"] == "unauthorized" and "set api_key" in err["message"]
+    assert res["endpoints"]["server_info"]["http_status"] == 401
+
+
+def test_wrong_api_key_is_rejected(fake):
+    fake.sglang().key = KEY
+    res = si.gather(fake.url, api_key="wrong", endpoints=["server_info"], timeout=5)
+    assert res["endpoints"]["server_info"]["error"]["class"] == "unauthorized"
+    assert "rejected the API key" in res["endpoints"]["server_info"]["error"]["message"]
+
+
+def test_api_key_is_sent_as_bearer_and_never_returned(fake):
+    fake.sglang().key = KEY
+    # a server that echoes the key back in its own answer
+    fake.route("/server_info", dict(SERVER_INFO, api_key=KEY, admin_api_key=KEY, note="started with --api-key " + KEY))
+    fake.route("/v1/models", b"echo: Bearer " + KEY.encode(), status=500, ctype="text/plain")
+    res = si.gather(fake.url, api_key=KEY, timeout=5)
+    assert ("/server_info", "Bearer " + KEY) in fake.seen
+    assert res["server_info"]["api_key"] == si.REDACTED and res["server_info"]["admin_api_key"] == si.REDACTED
+    assert res["endpoints"]["models"]["error"]["class"] == "http_error"
+    assert "HTTP 500" in res["endpoints"]["models"]["error"]["message"]
+    assert KEY not in json.dumps(res)
+
+
+# --- failures --------------------------------------------------------------------------------------
+
+
+def test_refused_port_is_classified_and_not_retried(fake):
+    url = "http://127.0.0.1:%d" % closed_port()
+    start = time.monotonic()
+    res = si.gather(url, timeout=5)
+    assert time.monotonic() - start < 3
+    errs = {n: e["error"]["class"] for n, e in res["endpoints"].items()}
+    assert errs == dict.fromkeys(si.ENDPOINT_NAMES, "refused")
+    msg = res["endpoints"]["server_info"]["error"]["message"]
+    assert "connection refused" in msg and "is the SGLang service running" in msg
+    assert res["endpoints"]["metrics"]["error"]["message"].startswith("not tried: ")
+    assert res["ok"] is False and len(res["errors"]) == 4
+
+
+def test_503_while_loading(fake):
+    fake.route("/server_info", b"", status=503, ctype="text/plain")
+    res = si.gather(fake.url, endpoints=["server_info"], timeout=5)
+    err = res["endpoints"]["server_info"]["error"]
+    assert err["class"] == "loading" and "/health_generate" in err["message"]
+
+
+def test_body_that_is_not_json(fake):
+    fake.route("/server_info", b"<html><body>nginx welcome</body></html>", ctype="text/html")
+    fake.route("/v1/models", [MODELS])  # JSON, but an array
+    res = si.gather(fake.url, endpoints=["server_info", "models"], timeout=5)
+    assert res["endpoints"]["server_info"]["error"]["class"] == "not_json"
+    assert "nginx welcome" in res["endpoints"]["server_info"]["error"]["message"]
+    assert res["endpoints"]["models"]["error"]["class"] == "not_json"
+    assert res["server_info"] is None and res["kv_cache_dtype"] == {"flag": None, "resolved": []}
+
+
+def test_slow_answer_times_out(fake):
+    fake.route("/server_info", SERVER_INFO, delay=2.0)
+    start = time.monotonic()
+    res = si.gather(fake.url, endpoints=["server_info"], timeout=0.4)
+    assert time.monotonic() - start < 1.5
+    err = res["endpoints"]["server_info"]["error"]
+    assert err["class"] == "timeout" and "raise timeout" in err["message"]
+
+
+def test_trickling_answer_hits_the_overall_deadline(fake):
+    body = json.dumps(SERVER_INFO).encode()
+    fake.trickle["/server_info"] = ([body[i:i + 40] for i in range(0, len(body), 40)], 0.15)
+    start = time.monotonic()
+    res = si.gather(fake.url, endpoints=["server_info"], timeout=0.5)
+    # each chunk arrives well within the socket timeout; only the overall deadline stops it
+    assert res["endpoints"]["server_info"]["error"]["class"] == "timeout"
+    assert time.monotonic() - start < 1.5
+
+
+def test_metrics_disabled_says_enable_metrics(fake):
+    fake.route("/server_info", SERVER_INFO)
+    res = si.gather(fake.url, endpoints=["server_info", "metrics"], timeout=5)
+    assert res["endpoints"]["server_info"]["ok"] is True
+    err = res["endpoints"]["metrics"]["error"]
+    assert err["class"] == "not_found" and "--enable-metrics" in err["message"]
+    assert res["ok"] is False and res["errors"] == ["metrics: " + err["message"]]
+
+
+def test_server_info_missing_on_both_paths(fake):
+    res = si.gather(fake.url, endpoints=["server_info"], timeout=5)
+    err = res["endpoints"]["server_info"]["error"]
+    assert err["class"] == "not_found"
+    assert "/server_info" in err["message"] and "/get_server_info" in err["message"]
+
+
+def test_malformed_prometheus_text_is_counted_not_raised(fake):
+    text = (METRICS + 'sglang:broken{model_name="x" 1\nsglang:novalue{a="b"}\n{only="labels"} 2\n'
+            'sglang:bad_value 12abc\nsglang:ok_after_bad 7 1700000000000\n')
+    fake.route("/metrics", text.encode(), ctype="text/plain")
+    res = si.gather(fake.url, endpoints=["metrics"], timeout=5)
+    assert res["endpoints"]["metrics"]["ok"] is True
+    assert res["metrics_stats"]["malformed_lines"] == 4
+    assert res["metrics"]["sglang:ok_after_bad"] == [{"labels": {}, "value": 7.0}]
+    assert "sglang:broken" not in res["metrics"]
+
+
+def test_redirect_is_not_followed(fake):
+    other = FakeSGLang()
+    try:
+        other.sglang()
+        fake.route("/server_info", b"", status=307, headers=[("Location", other.url + "/server_info")])
+        res = si.gather(fake.url, api_key=KEY, endpoints=["server_info"], timeout=5)
+        assert res["endpoints"]["server_info"]["error"]["class"] == "http_error"
+        assert "redirect" in res["endpoints"]["server_info"]["error"]["message"]
+        assert other.seen == []
+    finally:
+        other.close()
+
+
+def test_invalid_http_answer(fake):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+
+    def answer():
+        conn = sock.accept()[0]
+        conn.recv(4096)
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        conn.close()
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        res = si.gather("http://127.0.0.1:%d" % sock.getsockname()[1], endpoints=["server_info"], timeout=5)
+    finally:
+        sock.close()
+    err = res["endpoints"]["server_info"]["error"]
+    assert err["class"] == "http_error" and "valid HTTP" in err["message"]
+
+
+def test_too_large_body(fake):
+    fake.route("/server_info", b"x" * 5000)
+    with pytest.raises(si.FetchError) as exc:
+        si.http_get(fake.url, "/server_info", max_bytes=1000, timeout=5)
+    assert exc.value.cls == "too_large"
+
+
+def test_unresolvable_host():
+    res = si.gather("http://no-such-host.invalid:30000", endpoints=["server_info", "metrics"], timeout=5)
+    assert res["endpoints"]["server_info"]["error"]["class"] == "unreachable"
+    assert res["endpoints"]["metrics"]["error"]["message"].startswith("not tried")
+
+
+@pytest.mark.parametrize("url,match", [
+    ("127.0.0.1:30000", "no scheme"), ("ftp://host:21", "not supported"), ("http://u:p@host:1", "credentials"),
+    ("http://host:99999", "invalid port"), ("http://host:1/?a=b", "query"), ("", "non-empty"), (None, "non-empty"),
+])
+def test_bad_urls_are_refused_before_any_request(url, match):
+    with pytest.raises(si.ServerInfoError, match=match):
+        si.gather(url)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), "5", True])
+def test_bad_timeout(bad):
+    with pytest.raises(si.ServerInfoError, match="timeout"):
+        si.gather(si.DEFAULT_URL, timeout=bad)
+
+
+def test_unknown_endpoint():
+    with pytest.raises(si.ServerInfoError, match="unknown endpoint 'health'"):
+        si.gather(si.DEFAULT_URL, endpoints=["health"])
+
+
+def test_loopback_detection():
+    assert si.is_loopback("127.0.0.1") and si.is_loopback("::1") and si.is_loopback("localhost")
+    assert not si.is_loopback("10.0.0.1") and not si.is_loopback("sglang.example.org")
+
+
+def test_loopback_ignores_proxy_environment(fake, monkeypatch):
+    fake.sglang()
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % closed_port())
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    assert si.gather(fake.url, endpoints=["server_info"], timeout=5)["ok"] is True
+
+
+# --- parsers -----------------------------------------------------------------------------------------
+
+
+def test_prometheus_labels_escapes_and_special_values():
+    text = ('sglang:x{a="q\\"uote",b="back\\\\slash",c="new\\nline",d="com,ma"} NaN\n'
+            'sglang:y +Inf 1700000000000\nsglang:z{} -1.5e-3\n')
+    out = si.parse_prometheus(text)
+    assert out["metrics"]["sglang:x"] == [{"labels": {"a": 'q"uote', "b": "back\\slash", "c": "new\nline", "d": "com,ma"},
+                                           "value": "NaN"}]
+    assert out["metrics"]["sglang:y"][0]["value"] == "+Inf"
+    assert out["metrics"]["sglang:z"][0]["value"] == -0.0015
+    assert out["malformed_lines"] == 0
+
+
+def test_prometheus_sample_cap():
+    text = "\n".join("sglang:s{i=\"%d\"} 1" % i for i in range(50))
+    out = si.parse_prometheus(text, max_samples=10)
+    assert out["kept"] == 10 and out["samples"] == 50 and out["truncated"] is True
+
+
+def test_kv_summary_of_odd_answers():
+    assert si.kv_summary(None)["resolved"] == []
+    odd = {"kv_cache_dtype": 5, "internal_states": [None, {"kv_cache_dtype": "bf16"}, {"kv_cache_dtype": 1}],
+           "max_total_num_tokens": True, "version": 0.5}
+    got = si.kv_summary(odd)
+    assert got["flag"] is None and got["resolved"] == ["bf16"]
+    assert got["max_total_num_tokens"] is None and got["version"] is None
+
+
+def test_clean_bounds_depth_and_non_finite_values():
+    deep = cur = {}
+    for _depth in range(200):
+        cur["n"] = {}
+        cur = cur["n"]
+    out = si.clean({"deep": deep, "f": float("inf"), "password": "x", "hf_token": None})
+    json.dumps(out, allow_nan=False)
+    assert out["f"] == "+Inf" and out["password"] == si.REDACTED and out["hf_token"] is None
+    assert "<nested too deeply>" in json.dumps(out)
+
+
+# --- fuzz ------------------------------------------------------------------------------------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                    max_leaves=20)
+SERVER_KEYS = st.sampled_from(["kv_cache_dtype", "internal_states", "max_total_num_tokens", "version", "tp_size",
+                               "model_path", "status", "api_key"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400) | st.binary(max_size=400))
+def test_prometheus_parser_never_raises(text):
+    out = si.parse_prometheus(text)
+    lines = (text.decode("utf-8", "replace") if isinstance(text, bytes) else text).splitlines()
+    assert out["samples"] + out["malformed_lines"] <= len(lines)
+    json.dumps(out, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(['sglang:a', 'x', '{', '}', '"', '\\', '=', ',', ' ', '1', 'NaN', '+Inf', 'le', '\n', '#']),
+                max_size=40))
+def test_prometheus_parser_on_near_valid_text(tokens):
+    si.parse_prometheus("".join(tokens))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | JSON.map(lambda v: json.dumps(v).encode()))
+def test_json_bodies_raise_only_classified_errors(body):
+    try:
+        data = si.parse_json_object(body, "http://x/server_info")
+    except si.FetchError as exc:
+        assert exc.cls == "not_json"
+    else:
+        json.dumps(si.clean(data), allow_nan=False)
+        si.kv_summary(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(SERVER_KEYS, JSON, max_size=8))
+def test_kv_summary_never_raises(info):
+    got = si.kv_summary(info)
+    assert all(isinstance(r, str) for r in got["resolved"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=st.binary(max_size=200) | st.dictionaries(SERVER_KEYS, JSON, max_size=6).map(lambda v: json.dumps(v).encode()),
+       status=st.sampled_from([200, 200, 400, 401, 404, 500, 503]))
+def test_live_server_with_random_answers_never_raises(fake, body, status):
+    fake.route("/server_info", body, status=status)
+    fake.route("/metrics", body, status=status, ctype="text/plain")
+    res = si.gather(fake.url, endpoints=["server_info", "metrics"], timeout=5)
+    for name, ep in res["endpoints"].items():
+        assert ep["ok"] or ep["error"]["class"] in si.ERROR_CLASSES
+    json.dumps(res, allow_nan=False)

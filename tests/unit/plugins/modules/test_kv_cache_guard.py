@@ -1,0 +1,227 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""kv_cache_guard module end to end: the lab's SGLang simulator, the log parser, a fake systemctl."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log
+from ansible_collections.llmops.sglang.plugins.modules import kv_cache_guard
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
+LAB = "qwen3.5-397b-a17b-nvfp4"
+KEY = "sk-guard-test-5d1e"
+GIB = 1 << 30
+
+
+def run(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            kv_cache_guard.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def rows(res):
+    return {s["name"]: s for s in res["signals"]}
+
+
+@pytest.fixture
+def lab(fixtures_dir):
+    return str(fixtures_dir / "checkpoints" / LAB)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def sim(tmp_path):
+    """Start the simulator with the reference flags; yields (argv, url, log path) once it is ready."""
+    procs = []
+
+    def _start(ckpt, kv=None, mtp=False):
+        port = free_port()
+        argv = [sys.executable, str(SIM), "--model-path", ckpt, "--tp", "8", "--quantization", "modelopt_fp4",
+                "--moe-runner-backend", "flashinfer_cutlass", "--attention-backend", "triton",
+                "--mem-fraction-static", "0.85", "--host", "127.0.0.1", "--port", str(port), "--api-key", KEY]
+        argv += ["--kv-cache-dtype", kv] if kv else []
+        argv += ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                 "--speculative-num-draft-tokens", "4"] if mtp else []
+        log = tmp_path / ("sglang-%d.log" % len(procs))
+        env = dict(os.environ, SGLANG_SIM_LOAD_SECONDS="0.1", SGLANG_SIM_WARMUP_SECONDS="0.1")
+        with open(log, "wb") as out:
+            procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env))
+        end = time.time() + 30
+        while b"ready to roll" not in log.read_bytes():
+            assert procs[-1].poll() is None and time.time() < end, log.read_text()
+            time.sleep(0.05)
+        return argv, "http://127.0.0.1:%d" % port, log
+
+    yield _start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def test_silent_fp8_on_a_live_server_fails_with_the_table(sim, lab, capsys):
+    argv, url, log = sim(lab)  # no --kv-cache-dtype: auto
+    facts = _sglang_log.audit_path(str(log))["facts"]
+    assert facts["fp8_scale_warning"] is False  # the target model never warns for auto
+    res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": KEY, "log_facts": facts}, capsys)
+    sig = rows(res)
+    assert res["failed"] is True and res["verdict"] == "fp8" and res["passed"] is False
+    assert sig["server"]["verdict"] == "fp8" and sig["log_dtype"]["verdict"] == "fp8"
+    assert sig["pool_bytes"]["verdict"] == "fp8" and "1.000 bytes/element" in sig["pool_bytes"]["evidence"]
+    assert sig["checkpoint"]["verdict"] == "fp8" and sig["checkpoint"]["counted"]
+    assert sig["fp8_warning"]["verdict"] == "unknown" and res["available_signals"] == 4
+    assert "signal      | verdict | counted | evidence" in res["msg"]
+    assert "Fix: launch SGLang with --kv-cache-dtype bf16" in res["msg"] and "scale 1.0" in res["msg"]
+    assert KEY not in json.dumps(res)
+    assert res["argv"][res["argv"].index("--api-key") + 1] == "********"
+
+
+def test_bf16_on_a_live_server_with_mtp_passes(sim, lab, capsys):
+    argv, url, log = sim(lab, kv="bf16", mtp=True)
+    facts = _sglang_log.audit_path(str(log))["facts"]
+    res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": KEY, "log_facts": facts}, capsys)
+    assert not res.get("failed"), res.get("msg")
+    assert res["verdict"] == "bf16" and res["available_signals"] == 4
+    assert rows(res)["pool_bytes"]["verdict"] == "bf16" and "8 draft pool(s) ignored" in rows(res)["pool_bytes"]["evidence"]
+    assert res["server"]["ok"] is True and res["msg"].startswith("KV cache guard passed")
+
+
+def test_wrong_api_key_leaves_the_server_unknown(sim, lab, capsys):
+    argv, url, log = sim(lab, kv="bf16")
+    res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": "wrong",
+               "log_facts": _sglang_log.audit_path(str(log))["facts"]}, capsys)
+    # argv, log_dtype and pool_bytes still prove bf16
+    assert not res.get("failed") and res["available_signals"] == 3
+    assert rows(res)["server"]["verdict"] == "unknown" and "unauthorized" in rows(res)["server"]["evidence"]
+
+
+# --- a log with two starts, parsed by the real log parser ------------------------------------
+
+
+def invocation(ts, kv_flag, effective, bytes_per_element, tokens):
+    """One SGLang start at TP8 in the real line formats (dump, TP0 dtype line, pools, ready)."""
+    k = tokens * 15 * 256 * bytes_per_element / GIB
+    draft = tokens * 256 * bytes_per_element / GIB
+    lines = ["[%s] server_args=ServerArgs(model_path='/models/Qwen3.5-397B-A17B-NVFP4', tokenizer_path="
+             "'/models/Qwen3.5-397B-A17B-NVFP4', tokenizer_mode='auto', kv_cache_dtype='%s', quantization=None, "
+             "tp_size=8, speculative_algorithm='EAGLE', api_key='%s')" % (ts, kv_flag, KEY)]
+    lines += ["[%s TP%d] Load weight end. elapsed=181.20 s, type=Qwen3_5MoeForConditionalGeneration, quant=modelopt_fp4, "
+              "quant_algo=NVFP4, avail mem=64.49 GB, mem usage=29.90 GB." % (ts, r) for r in range(8)]
+    lines.append("[%s TP0] Using KV cache dtype: %s" % (ts, effective))
+    lines += ["[%s TP%d] KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB" % (ts, r, tokens, k, k)
+              for r in range(8)]
+    lines += ["[%s TP%d] KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB" % (ts, r, tokens, draft, draft)
+              for r in range(8)]
+    lines.append("[%s TP0] max_total_num_tokens=%d, chunked_prefill_size=2048, max_prefill_tokens=16384, "
+                 "max_running_requests=48, context_len=262144, available_gpu_mem=4.10 GB" % (ts, tokens))
+    lines.append("[%s] The server is fired up and ready to roll!" % ts)
+    return lines
+
+
+def test_host_switched_from_fp8_to_bf16_passes_on_its_current_invocation(lab, tmp_path, capsys):
+    log = tmp_path / "journal.log"
+    log.write_text("\n".join(invocation("2026-11-30 09:00:00", "auto", "torch.float8_e4m3fn", 1, 3700000)
+                             + invocation("2026-11-30 11:00:00", "bf16", "torch.bfloat16", 2, 1850000)) + "\n")
+    facts = _sglang_log.audit_path(str(log))["facts"]
+    assert facts["kv_cache_dtype_configured"] == "bf16"  # the parser keeps the latest start
+    res = run({"checkpoint": lab, "url": "", "log_facts": facts}, capsys)
+    assert not res.get("failed"), res.get("msg")
+    sig = rows(res)
+    assert "log ServerArgs dump" in sig["argv"]["evidence"] and sig["argv"]["verdict"] == "bf16"
+    assert [s["name"] for s in res["signals"] if s["counted"]] == ["argv", "log_dtype", "pool_bytes"]
+    assert res["server"] is None
+
+    # the first start alone is the silent FP8 server
+    first = tmp_path / "first.log"
+    first.write_text("\n".join(invocation("2026-11-30 09:00:00", "auto", "torch.float8_e4m3fn", 1, 3700000)) + "\n")
+    res = run({"checkpoint": lab, "url": "", "log_facts": _sglang_log.audit_path(str(first))["facts"]}, capsys)
+    assert res["failed"] and res["verdict"] == "fp8" and res["available_signals"] == 3
+
+
+# --- the unit's ExecStart through systemctl -----------------------------------------------------
+
+
+def fake_systemctl(tmp_path, monkeypatch, output, rc=0):
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (tmp_path / "out.txt").write_text(output)
+    script = bindir / "systemctl"
+    script.write_text("#!/bin/sh\necho \"$@\" > %s/args.txt\ncat %s/out.txt\nexit %d\n" % (tmp_path, tmp_path, rc))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+
+
+EXECSTART = ("{ path=/opt/sglang/.venv/bin/python ; argv[]=/opt/sglang/.venv/bin/python -m sglang.launch_server "
+             "--model-path /models/Qwen3.5-397B-A17B-NVFP4 --tp 8 --kv-cache-dtype %s --api-key " + KEY +
+             " ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\n")
+
+
+def test_unit_execstart_is_read(lab, tmp_path, monkeypatch, capsys):
+    fake_systemctl(tmp_path, monkeypatch, EXECSTART % "bf16")
+    res = run({"unit": "sglang.service", "checkpoint": lab, "url": "", "min_signals": 1}, capsys)
+    assert (tmp_path / "args.txt").read_text().split() == ["show", "-p", "ExecStart", "--value", "--", "sglang.service"]
+    assert not res.get("failed") and rows(res)["argv"]["verdict"] == "bf16"
+    assert "unit sglang.service ExecStart: --kv-cache-dtype bf16" in rows(res)["argv"]["evidence"]
+    assert KEY not in json.dumps(res)
+
+
+def test_unit_with_auto_and_fp8_checkpoint(lab, tmp_path, monkeypatch, capsys):
+    fake_systemctl(tmp_path, monkeypatch, EXECSTART.replace("--kv-cache-dtype %s ", ""))
+    res = run({"unit": "sglang.service", "checkpoint": lab, "url": "", "min_signals": 1}, capsys)
+    assert res["failed"] and res["verdict"] == "fp8"
+    assert rows(res)["checkpoint"]["counted"] and rows(res)["argv"]["verdict"] == "unknown"
+
+
+@pytest.mark.parametrize("output,rc,why", [("", 0, "has no ExecStart"), ("Unit x could not be found.", 1, "failed (rc 1)")])
+def test_unit_that_cannot_be_read(lab, tmp_path, monkeypatch, capsys, output, rc, why):
+    fake_systemctl(tmp_path, monkeypatch, output, rc)
+    res = run({"unit": "sglang.service", "checkpoint": lab, "url": ""}, capsys)
+    assert res["failed"] and res["verdict"] == "insufficient"
+    assert why in rows(res)["argv"]["evidence"]
+
+
+# --- options ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,match", [
+    ({"expected": "fp8_e4m3"}, "waiver_reason"),
+    ({"min_signals": 7}, "min_signals must be an integer from 1 to 4"),
+    ({"argv": ["a"], "unit": "b"}, "mutually exclusive"),
+    ({"url": "localhost:30000"}, "no scheme"),
+    ({"tp_size": 0}, "tp_size must be >= 1"),
+])
+def test_bad_options(args, match, capsys):
+    res = run(dict({"url": ""}, **args), capsys)
+    assert res["failed"] is True and match in res["msg"]
+
+
+def test_unreadable_checkpoint_is_an_unknown_signal(tmp_path, capsys):
+    res = run({"checkpoint": str(tmp_path / "missing"), "url": "", "argv": ["sglang", "serve", "--model-path", "/m"]},
+              capsys)
+    assert res["failed"] and "does not exist" in rows(res)["checkpoint"]["evidence"]
+
+
+def test_refused_server_is_an_unknown_signal(lab, capsys):
+    res = run({"checkpoint": lab, "url": "http://127.0.0.1:%d" % free_port(), "timeout": 2}, capsys)
+    assert res["server"]["error"]["class"] == "refused"
+    assert "connection refused" in rows(res)["server"]["evidence"]

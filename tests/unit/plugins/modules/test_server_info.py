@@ -1,0 +1,159 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""server_info module: AnsibleModule runs against a real HTTP server on 127.0.0.1."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.llmops.sglang.plugins.modules import server_info
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+KEY = "sk-module-test-91b2"
+INFO = {"model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tp_size": 8, "kv_cache_dtype": "bf16", "api_key": KEY,
+        "max_total_num_tokens": 1850000, "internal_states": [{"kv_cache_dtype": "bf16"}], "version": "0.5.23"}
+MODELS = {"object": "list", "data": [{"id": "qwen3.5-397b", "object": "model", "owned_by": "sglang"}]}
+METRICS = b'# TYPE sglang:token_usage gauge\nsglang:token_usage{model_name="qwen3.5-397b"} 0.25\n'
+
+
+class Server(object):
+    def __init__(self, key=None, metrics=True, status=200):
+        routes = {"/server_info": INFO, "/model_info": {"model_path": INFO["model_path"], "is_generation": True},
+                  "/v1/models": MODELS}
+        if metrics:
+            routes["/metrics"] = METRICS
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args):
+                return
+
+            def do_GET(self):
+                if key and self.headers.get("Authorization") != "Bearer " + key:
+                    code, body = 401, {"error": "Unauthorized"}
+                elif self.path in routes:
+                    code, body = status, routes[self.path]
+                else:
+                    code, body = 404, {"detail": "Not Found"}
+                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        class Httpd(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+
+        self.httpd = Httpd(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def _serve(**kwargs):
+        servers.append(Server(**kwargs))
+        return servers[-1]
+    yield _serve
+    for s in servers:
+        s.close()
+
+
+def run(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            server_info.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_reads_every_endpoint(serve, capsys):
+    srv = serve()
+    res = run({"url": srv.url}, capsys)
+    assert not res.get("failed") and res["changed"] is False
+    assert res["kv_cache_dtype"] == {"flag": "bf16", "resolved": ["bf16"]}
+    assert res["max_total_num_tokens"] == 1850000 and res["version"] == "0.5.23"
+    assert res["served_model_names"] == ["qwen3.5-397b"]
+    assert res["metrics"]["sglang:token_usage"][0]["value"] == 0.25
+    assert all(ep["ok"] for ep in res["endpoints"].values())
+
+
+def test_api_key_is_used_and_never_printed(serve, capsys):
+    srv = serve(key=KEY)
+    res = run({"url": srv.url, "api_key": KEY, "endpoints": ["server_info"]}, capsys)
+    assert res["endpoints"]["server_info"]["ok"] is True
+    assert res["server_info"]["api_key"] != KEY
+    assert KEY not in json.dumps(res)
+
+
+def test_unauthorized_fails_with_the_fix(serve, capsys):
+    srv = serve(key=KEY)
+    res = run({"url": srv.url, "endpoints": ["server_info"]}, capsys)
+    assert res["failed"] is True
+    assert "server_info: HTTP 401" in res["msg"] and "set api_key" in res["msg"]
+    assert res["endpoints"]["server_info"]["error"]["class"] == "unauthorized"
+
+
+def test_refused_port_fails_without_traceback(capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = run({"url": "http://127.0.0.1:%d" % port}, capsys)
+    assert res["failed"] is True and "exception" not in res
+    assert "connection refused" in res["msg"] and "is the SGLang service running" in res["msg"]
+
+
+def test_fail_on_error_false_reports_and_succeeds(serve, capsys):
+    srv = serve(metrics=False)
+    res = run({"url": srv.url, "fail_on_error": False}, capsys)
+    assert not res.get("failed") and res["ok"] is False
+    assert res["endpoints"]["metrics"]["error"]["class"] == "not_found"
+    assert res["errors"] == ["metrics: " + res["endpoints"]["metrics"]["error"]["message"]]
+    assert res["kv_cache_dtype"]["flag"] == "bf16"
+
+
+def test_loading_server(serve, capsys):
+    srv = serve(status=503)
+    res = run({"url": srv.url, "endpoints": ["server_info"]}, capsys)
+    assert res["failed"] and res["endpoints"]["server_info"]["error"]["class"] == "loading"
+
+
+@pytest.mark.parametrize("args,match", [({"url": "127.0.0.1:30000"}, "no scheme"), ({"endpoints": []}, "endpoints is empty"),
+                                        ({"endpoints": ["health"]}, "value of endpoints must be one or more of")])
+def test_bad_options(args, match, capsys):
+    res = run(args, capsys)
+    assert res["failed"] is True and match in res["msg"]
+
+
+def test_check_mode(serve, capsys):
+    srv = serve()
+    res = run({"url": srv.url, "endpoints": ["models"], "_ansible_check_mode": True}, capsys)
+    assert not res.get("failed") and res["served_model_names"] == ["qwen3.5-397b"]
+
+
+def test_runs_as_a_standalone_module_process(serve, tmp_path):
+    """The way Ansible runs it: a Python process reading its arguments from a JSON file."""
+    srv = serve(key=KEY)
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"url": srv.url, "api_key": KEY, "endpoints": ["server_info"]}}))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
+    proc = subprocess.run([sys.executable, str(ROOT / "plugins" / "modules" / "server_info.py"), str(args)],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    res = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert res["kv_cache_dtype"]["resolved"] == ["bf16"]
+    assert KEY not in proc.stdout and KEY not in proc.stderr
