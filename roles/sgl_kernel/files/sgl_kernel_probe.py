@@ -68,7 +68,8 @@ def mem_available():
 
 
 def inspect_venv(venv, packages):
-    info = {"exists": False, "python": None, "site_packages": None, "packages": {}, "cuobjdump": None}
+    info = {"exists": False, "python": None, "site_packages": None, "cuobjdump": None,
+            "packages": dict((p, None) for p in packages)}
     if not venv:
         return info
     python = os.path.join(venv, "bin", "python")
@@ -92,8 +93,6 @@ def inspect_venv(venv, packages):
                     break
         if name and normalize(name) in wanted:
             info["packages"][wanted[normalize(name)]] = version
-    for p in packages:
-        info["packages"].setdefault(p, None)
     # nvidia-cuda-cuobjdump puts the binary under nvidia/cu<major>/bin
     found = sorted(glob.glob(os.path.join(site, "nvidia", "*", "bin", "cuobjdump")))
     info["cuobjdump"] = found[-1] if found else None

@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""llmops.sglang.log_audit run as Ansible runs it: a child process reading its arguments file.
+
+The unit path uses stand-in systemctl/journalctl programs on PATH that record their arguments and
+print a real log from the shared fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+MODULE = ROOT / "plugins" / "modules" / "log_audit.py"
+LOGS = "fixtures/sglang-logs"
+CRASH = "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log"
+READY = "001-qwq32b-tp4-l4-ready-2025-03.log"
+INVOCATION = "5c0a1e5b2f6f4d0c9d1f0c7e3a1b2c3d"
+
+FAKE_SYSTEMCTL = """#!/bin/sh
+printf '%s\\n' "$@" > "$FAKE_DIR/systemctl.argv"
+printf '%s\\n' "$FAKE_INVOCATION"
+"""
+FAKE_JOURNALCTL = """#!/bin/sh
+printf '%s\\n' "$@" > "$FAKE_DIR/journalctl.argv"
+i=0
+while [ "$i" -lt "${FAKE_REPEAT:-1}" ]; do cat "$FAKE_LOG"; i=$((i + 1)); done
+if [ -n "$FAKE_STDERR" ]; then printf '%s\\n' "$FAKE_STDERR" >&2; fi
+exit "${FAKE_RC:-0}"
+"""
+
+
+@pytest.fixture
+def fakebin(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, text in (("systemctl", FAKE_SYSTEMCTL), ("journalctl", FAKE_JOURNALCTL)):
+        path = bindir / name
+        path.write_text(text)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return bindir
+
+
+def run_module(tmp_path, args, env=None, check_mode=False):
+    params = dict(args)
+    if check_mode:
+        params["_ansible_check_mode"] = True
+    argsfile = tmp_path / "args.json"
+    argsfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": params}))
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(ROOT / "collections")
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, str(MODULE), str(argsfile)], env=full_env, stdout=subprocess.PIPE, check=False,
+                          stderr=subprocess.PIPE, timeout=300)
+    assert proc.stdout, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+def unit_env(fakebin, log, **extra):
+    env = {"PATH": "%s:%s" % (fakebin, os.environ["PATH"]), "FAKE_DIR": str(fakebin), "FAKE_LOG": str(log),
+           "FAKE_INVOCATION": INVOCATION}
+    env.update(extra)
+    return env
+
+
+def test_path_reports_facts_findings_and_failed_rules(tmp_path, shared_dir):
+    res = run_module(tmp_path, {"path": str(shared_dir / LOGS / CRASH)})
+    assert not res.get("failed") and res["changed"] is False
+    assert res["source"] == {"path": str(shared_dir / LOGS / CRASH)}
+    facts = res["facts"]
+    assert facts["kv_cache_dtype_configured"] == "fp8_e4m3" and facts["kv_dtype_effective"] == "torch.float8_e4m3fn"
+    assert facts["fatal"]["class"] == "python_exception" and facts["fatal"]["line"] == 151
+    assert facts["phase"] == "failed"
+    assert res["failed_rules"] == ["fp8_kv_no_scales", "fp8_kv_effective", "scheduler_exception", "child_process_failed"]
+    assert res["stats"]["bytes"] == (shared_dir / LOGS / CRASH).stat().st_size
+
+
+def test_ready_server_passes_and_check_mode_reads_too(tmp_path, shared_dir):
+    res = run_module(tmp_path, {"path": str(shared_dir / LOGS / READY), "fail_on_findings": True}, check_mode=True)
+    assert not res.get("failed")
+    assert res["failed_rules"] == [] and res["facts"]["ready"] is True and res["facts"]["phase"] == "ready"
+
+
+def test_fail_on_findings_names_the_rules(tmp_path, shared_dir):
+    res = run_module(tmp_path, {"path": str(shared_dir / LOGS / CRASH), "fail_on_findings": True, "max_evidence": 1})
+    assert res["failed"] is True
+    assert "fp8_kv_no_scales" in res["msg"] and "scheduler_exception" in res["msg"]
+    assert all(len(f["evidence"]) == 1 for f in res["findings"])
+
+
+def test_rules_and_waivers_reach_the_parser(tmp_path, shared_dir):
+    res = run_module(tmp_path, {
+        "path": str(shared_dir / LOGS / CRASH),
+        "rules": [{"id": "aiter_import", "severity": "error", "pattern": r"^\[aiter\] import"},
+                  {"id": "scheduler_exception", "severity": "warning"}],
+        "allow": [{"rule": "fp8_kv_no_scales", "reason": "measuring the FP8 KV accuracy on purpose"},
+                  {"rule": "fp8_kv_effective", "reason": "measuring the FP8 KV accuracy on purpose"},
+                  {"rule": "child_process_failed", "reason": "follows the scheduler exception"}],
+        "fail_on_findings": True,
+    })
+    assert res["failed"] is True and res["failed_rules"] == ["aiter_import"]
+    by_rule = {f["rule"]: f for f in res["findings"]}
+    assert by_rule["scheduler_exception"]["severity"] == "warning"
+    assert by_rule["fp8_kv_no_scales"]["waived"] is True
+    assert by_rule["aiter_import"]["count"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"allow": [{"rule": "fp8_kv_no_scales", "reason": ""}]}, "without a reason"),
+    ({"allow": [{"rule": "not_a_rule", "reason": "x"}]}, "unknown rule"),
+    ({"rules": [{"id": "new_rule", "severity": "error"}]}, "lacks pattern"),
+    ({"rules": [{"id": "bad", "severity": "info", "pattern": "(unclosed"}]}, "not a valid regular expression"),
+    ({"max_evidence": -1}, "max_evidence"),
+])
+def test_bad_options_fail_with_a_cause(tmp_path, shared_dir, args, message):
+    res = run_module(tmp_path, dict(args, path=str(shared_dir / LOGS / READY)))
+    assert res["failed"] is True and message in res["msg"]
+
+
+def test_bad_paths(tmp_path):
+    missing = run_module(tmp_path, {"path": str(tmp_path / "nope.log")})
+    assert missing["failed"] is True and "does not exist" in missing["msg"]
+    folder = run_module(tmp_path, {"path": str(tmp_path)})
+    assert folder["failed"] is True and "directory" in folder["msg"]
+    both = run_module(tmp_path, {"path": str(tmp_path), "unit": "sglang.service"})
+    assert both["failed"] is True and "mutually exclusive" in both["msg"]
+    neither = run_module(tmp_path, {})
+    assert neither["failed"] is True and "one of the following is required" in neither["msg"]
+
+
+def test_unit_reads_only_the_current_invocation(tmp_path, shared_dir, fakebin):
+    res = run_module(tmp_path, {"unit": "sglang.service", "since": "-1h"}, env=unit_env(fakebin, shared_dir / LOGS / CRASH))
+    assert not res.get("failed"), res.get("msg")
+    assert (fakebin / "systemctl.argv").read_text().split("\n")[:5] == ["show", "-p", "InvocationID", "--value", "sglang.service"]
+    assert (fakebin / "journalctl.argv").read_text().split("\n")[:6] == [
+        "_SYSTEMD_INVOCATION_ID=" + INVOCATION, "-o", "cat", "--no-pager", "--since", "-1h"]
+    assert res["source"] == {"unit": "sglang.service", "invocation": "current", "invocation_id": INVOCATION}
+    assert res["facts"]["fatal"]["line"] == 151 and res["facts"]["tp_size"] == 8
+
+
+def test_unit_whole_journal_streams_in_chunks(tmp_path, shared_dir, fakebin):
+    # about 12 MiB through the pipe: many chunks, lines cut at chunk edges
+    env = unit_env(fakebin, shared_dir / LOGS / CRASH, FAKE_REPEAT="500")
+    res = run_module(tmp_path, {"unit": "sglang.service", "invocation": "all"}, env=env)
+    assert not res.get("failed"), res.get("msg")
+    assert (fakebin / "journalctl.argv").read_text().split("\n")[:5] == ["-u", "sglang.service", "-o", "cat", "--no-pager"]
+    assert not (fakebin / "systemctl.argv").exists()
+    by_rule = {f["rule"]: f for f in res["findings"]}
+    assert by_rule["fp8_kv_no_scales"]["count"] == 8 * 500
+    lines = (shared_dir / LOGS / CRASH).read_text().split("\n")
+    first = next(n for n, line in enumerate(lines, 1) if "Scheduler hit an exception" in line)
+    per_copy = len(lines) - 1
+    assert [ev["line"] for ev in by_rule["scheduler_exception"]["evidence"]] == [first, first + per_copy, first + 2 * per_copy]
+    assert res["facts"]["starts"] == 500 and res["stats"]["bytes"] == 500 * (shared_dir / LOGS / CRASH).stat().st_size
+
+
+def test_unit_without_invocation(tmp_path, shared_dir, fakebin):
+    res = run_module(tmp_path, {"unit": "sglang.service"}, env=unit_env(fakebin, shared_dir / LOGS / READY, FAKE_INVOCATION=""))
+    assert res["failed"] is True and "invocation=all" in res["msg"]
+    assert not (fakebin / "journalctl.argv").exists()
+
+
+def test_journalctl_failure_is_reported(tmp_path, shared_dir, fakebin):
+    env = unit_env(fakebin, shared_dir / LOGS / READY, FAKE_RC="1", FAKE_STDERR="Failed to open journal: Permission denied")
+    res = run_module(tmp_path, {"unit": "sglang.service"}, env=env)
+    assert res["failed"] is True and "Permission denied" in res["msg"] and "rc=1" in res["msg"]
+
+
+def test_unit_name_is_not_an_option(tmp_path, shared_dir, fakebin):
+    res = run_module(tmp_path, {"unit": "--all"}, env=unit_env(fakebin, shared_dir / LOGS / READY))
+    assert res["failed"] is True and "not a unit name" in res["msg"]
+    assert not (fakebin / "systemctl.argv").exists()
