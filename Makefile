@@ -28,6 +28,7 @@ setup: $(BIN)/ansible-playbook ## Install host packages, the venv and the depend
 	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd; }
 	tests/lab/bin/install-collections
+	tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv
 
 lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml against it
 	$(LAB) down lab1 >/dev/null

@@ -1,0 +1,214 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_args_check
+short_description: Check SGLang launch arguments with the installed SGLang's own parser
+version_added: 0.1.0
+description:
+  - Runs the interpreter of an SGLang install with a small script that builds SGLang's real argument parser
+    (C(ServerArgs.add_cli_args(argparse.ArgumentParser()))) and parses O(args) with it, without launching
+    anything. This catches flag drift between SGLang releases before a service restart does, for example
+    SGLang 0.5.23 rejecting C(--mamba-scheduler-strategy extra_buffer) because the option is now
+    C(--mamba-radix-cache-strategy).
+  - Every bad flag is reported, not only the first one argparse would stop at. Each error names the flag, the
+    value, the problem, the valid choices and, where one is known, the new spelling of a renamed flag or value.
+  - Values of secret flags (a word of the flag name ends in key, token, secret, password or passwd, such as
+    C(--api-key)) are masked in every returned field and never logged.
+  - The arguments reach the interpreter on its standard input, not on a command line other users can see.
+author:
+  - llmops maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The check only reads; it runs the same in check mode.
+  diff_mode:
+    support: none
+options:
+  python:
+    description:
+      - The Python interpreter of the SGLang install, for example the C(bin/python) of its virtual environment.
+      - A bare name such as C(python3) is looked up on E(PATH).
+    type: path
+    required: true
+  args:
+    description:
+      - The launch arguments, one list element per shell word, exactly as they follow
+        C(python -m sglang.launch_server).
+    type: list
+    elements: str
+    required: true
+  fail_on_invalid:
+    description:
+      - Fail the task when SGLang rejects any argument. When false the findings are only returned.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - Seconds to wait for the interpreter to import SGLang and parse the arguments.
+    type: int
+    default: 120
+notes:
+  - Importing SGLang's argument parser needs the runtime's Python dependencies (torch among them) but no GPU.
+  - The interpreter must be Python 3.9 or newer.
+"""
+
+EXAMPLES = r"""
+- name: Refuse to restart the service with flags the installed SGLang rejects
+  llmops.sglang.sglang_args_check:
+    python: /opt/sglang/venv/bin/python
+    args:
+      - --model-path
+      - /models/Qwen3.5-397B-A17B-NVFP4
+      - --tp-size
+      - "8"
+      - --kv-cache-dtype
+      - bf16
+      - --api-key
+      - "{{ sglang_api_key }}"
+
+- name: Only report problems
+  llmops.sglang.sglang_args_check:
+    python: /opt/sglang/venv/bin/python
+    args: "{{ sglang_launch_args }}"
+    fail_on_invalid: false
+  register: sglang_args
+
+- name: Show what is wrong
+  ansible.builtin.debug:
+    msg: "{{ item.flag }}: {{ item.problem }} ({{ item.hint }})"
+  loop: "{{ sglang_args.errors }}"
+"""
+
+RETURN = r"""
+valid:
+  description: Whether SGLang accepts every argument.
+  returned: success or when the arguments were checked
+  type: bool
+  sample: false
+errors:
+  description: One entry per rejected flag (and one for a missing required option).
+  returned: success or when the arguments were checked
+  type: list
+  elements: dict
+  contains:
+    flag:
+      description: The flag as written (without an inline C(=value)).
+      type: str
+      sample: --mamba-scheduler-strategy
+    value:
+      description: The value(s) given to the flag, C(********) for a secret flag, null when none.
+      type: str
+      sample: extra_buffer
+    problem:
+      description: What SGLang's parser objects to.
+      type: str
+      sample: unrecognized argument
+    choices:
+      description: The values the option accepts, when it has a fixed list; otherwise null.
+      type: list
+      elements: str
+      sample: [auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16]
+    hint:
+      description: How to fix it (new spelling of a renamed flag, valid values, closest match), or null.
+      type: str
+      sample: "renamed --mamba-radix-cache-strategy in the server-args refactor after 0.5.10; ...; use: --mamba-radix-cache-strategy extra_buffer"
+    kind:
+      description: >-
+        One of C(unrecognized), C(invalid_choice), C(invalid_value), C(unexpected_value), C(ambiguous),
+        C(missing_required), C(exits).
+      type: str
+      sample: unrecognized
+parsed:
+  description:
+    - The options given explicitly, by SGLang's own destination names, with the values SGLang's parser made of
+      them (types converted). Secret values read C(********). Rejected flags are left out.
+  returned: success or when the arguments were checked
+  type: dict
+  sample: {"model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tp_size": 8, "kv_cache_dtype": "bf16", "api_key": "********"}
+deprecated:
+  description: Accepted flags that SGLang marks deprecated, with their replacement (each also raises a warning).
+  returned: success or when the arguments were checked
+  type: list
+  elements: dict
+  sample: [{"flag": "--disable-cuda-graph", "option": "--disable-cuda-graph", "replacement": "--cuda-graph-backend-{decode,prefill}=disabled"}]
+sglang_version:
+  description: The version of the SGLang package the interpreter imports.
+  returned: success or when the arguments were checked
+  type: str
+  sample: 0.5.23
+python_version:
+  description: The version of the interpreter.
+  returned: success or when the arguments were checked
+  type: str
+  sample: 3.12.3
+python:
+  description: The interpreter that was run.
+  returned: always
+  type: str
+  sample: /opt/sglang/venv/bin/python
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args import (
+    SglangArgsError,
+    format_errors,
+    interpret,
+    run_check,
+    secret_positions,
+    secret_values,
+)
+
+
+def run_module(module):
+    python = module.params["python"]
+    args = module.params["args"]
+    if module.params["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds, got %s" % module.params["timeout"], python=python)
+    # secrets known from the flag names alone are masked even if the check cannot run
+    module.no_log_values.update(secret_values(args, secret_positions(args)))
+    try:
+        raw = run_check(python, args, timeout=module.params["timeout"])
+    except SglangArgsError as exc:
+        module.fail_json(msg=str(exc), python=python)
+    result, secrets = interpret(raw, args)
+    # values of abbreviated or misspelt secret flags, found by the parser
+    module.no_log_values.update(secrets)
+    for item in result["deprecated"]:
+        module.warn("%s is deprecated in SGLang %s%s" % (item["flag"], result["sglang_version"],
+                                                         "; use %s" % item["replacement"] if item.get("replacement") else ""))
+    if not result["valid"] and module.params["fail_on_invalid"]:
+        module.fail_json(msg=format_errors(result, python), python=python, **result)
+    if result["valid"]:
+        msg = "SGLang %s accepts all %d launch argument(s)" % (result["sglang_version"], len(args))
+    else:
+        msg = format_errors(result, python)
+    module.exit_json(changed=False, msg=msg, python=python, **result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type="path", required=True),
+            args=dict(type="list", elements="str", required=True),
+            fail_on_invalid=dict(type="bool", default=True),
+            timeout=dict(type="int", default=120),
+        ),
+        supports_check_mode=True,
+        # the invocation log line would carry the arguments, secrets included
+        no_log=True,
+    )
+    run_module(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,555 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The lab's SGLang simulator, run as a real subprocess on a loopback port.
+
+Log lines are checked with regexes that are first proven against the real SGLang logs in the shared
+fixtures, so the simulator has to print what SGLang prints, not what these tests expect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+SIM = pathlib.Path(__file__).resolve().parents[1] / "lab" / "sglang_sim" / "sglang_sim.py"
+
+REFERENCE_FLAGS = [
+    "--model-path", "{ckpt}", "--served-model-name", "qwen3.5-397b", "--tp-size", "8", "--kv-cache-dtype", "{kv}",
+    "--quantization", "modelopt_fp4", "--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn",
+    "--attention-backend", "triton", "--reasoning-parser", "qwen3", "--tool-call-parser", "qwen3_coder",
+    "--mem-fraction-static", "0.85", "--context-length", "262144", "--host", "127.0.0.1", "--port", "{port}", "--enable-metrics",
+]
+
+# SGLang's line shape: [ts{ rank tags}] (optional LEVEL file.py:N: ) message
+LINE_RE = re.compile(r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
+                     r"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<src>[\w./-]+\.py):(?P<lineno>\d+): )?(?P<msg>.*)$")
+DUMP_RE = re.compile(r"^server_args=ServerArgs\(model_path='(?P<model_path>[^']*)', .*\bkv_cache_dtype='(?P<kv>[^']*)'.*\btp_size=(?P<tp>\d+)\b.*\)$")
+LOAD_BEGIN_RE = re.compile(r"^Load weight begin\. avail mem=\d+\.\d\d GB$")
+LOAD_END_RE = re.compile(r"^Load weight end\. elapsed=\d+\.\d\d s, type=(?P<type>\w+), (?:quant=(?P<quant>[\w-]+), quant_algo=(?P<algo>\w+)|dtype=torch\.\w+), "
+                         r"avail mem=\d+\.\d\d GB, mem usage=\d+\.\d\d GB\.$")
+KV_DTYPE_RE = re.compile(r"^Using KV cache dtype: (?P<dtype>torch\.\w+)$")
+KV_ALLOC_RE = re.compile(r"^KV Cache is allocated\. #tokens: (?P<tokens>\d+), K size: (?P<k>\d+\.\d\d) GB, V size: (?P<v>\d+\.\d\d) GB$")
+MAMBA_RE = re.compile(r"^Mamba Cache is allocated\. max_mamba_cache_size: (?P<n>\d+), conv_state size: (?P<conv>\d+\.\d\d)GB, "
+                      r"ssm_state size: (?P<ssm>\d+\.\d\d)GB $")
+FP8_WARN_RE = re.compile(r"^Using FP8 KV cache but no scaling factors provided\. Defaulting to scaling factors of 1\.0\.")
+GRAPH_BEGIN_RE = re.compile(r"^Capture cuda graph begin\. This can take up to several minutes\. avail mem=\d+\.\d\d GB$")
+GRAPH_END_RE = re.compile(r"^Capture cuda graph end\. Time elapsed: \d+\.\d\d s\. (?:mem usage=\d+\.\d\d GB\. avail mem=\d+\.\d\d GB\.|avail mem=.*)$")
+MAX_TOKENS_RE = re.compile(r"^max_total_num_tokens=(?P<n>\d+), chunked_prefill_size=(?P<chunk>-?\d+), max_prefill_tokens=\d+, "
+                           r"max_running_requests=\d+, context_len=(?P<ctx>\d+)(?:, available_gpu_mem=\d+\.\d\d GB)?$")
+UVICORN_RE = re.compile(r"^INFO:     Uvicorn running on http://(?P<host>[^:]+):(?P<port>\d+) \(Press CTRL\+C to quit\)$")
+READY_RE = re.compile(r"^The server is fired up and ready to roll!$")
+SIGQUIT_RE = re.compile(r"^Received sigquit from a child process\. It usually means the child failed\.$")
+BIND_ERR_RE = re.compile(r"^ERROR:    \[Errno 98\] error while attempting to bind on address \('(?P<host>[^']+)', (?P<port>\d+)\): address already in use$")
+
+GIB = float(1 << 30)
+
+
+def parsed(lines):
+    out = []
+    for line in lines:
+        m = LINE_RE.match(line)
+        if m:
+            tp = re.search(r"TP(\d+)", m.group("ranks"))
+            out.append((int(tp.group(1)) if tp else None, m.group("msg")))
+    return out
+
+
+def matching(lines, regex):
+    return [(rank, regex.match(msg)) for rank, msg in parsed(lines) if regex.match(msg)]
+
+
+@pytest.fixture(scope="module")
+def real_logs(shared_dir):
+    logs = shared_dir / "fixtures" / "sglang-logs"
+    return {p.name[:3]: p.read_text(encoding="utf-8").splitlines() for p in logs.glob("*.log")}
+
+
+@pytest.mark.parametrize("regex,real", [
+    (DUMP_RE, "001"), (LOAD_BEGIN_RE, "005"), (LOAD_END_RE, "004"), (KV_DTYPE_RE, "005"), (KV_ALLOC_RE, "005"),
+    (MAMBA_RE, "005"), (FP8_WARN_RE, "004"), (GRAPH_BEGIN_RE, "005"), (GRAPH_END_RE, "005"), (MAX_TOKENS_RE, "005"),
+    (UVICORN_RE, "001"), (READY_RE, "001"),
+])
+def test_regexes_match_real_sglang_logs(real_logs, regex, real):
+    """Guards the regexes below: each one must match a line of a real SGLang log."""
+    assert matching(real_logs[real], regex), "%s matches nothing in real log %s" % (regex.pattern, real)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Harness
+# ---------------------------------------------------------------------------------------------------------
+
+def text_config(kv_heads=2):
+    layer_types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(60)]
+    return {
+        "model_type": "qwen3_5_moe_text", "num_hidden_layers": 60, "layer_types": layer_types, "full_attention_interval": 4,
+        "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": kv_heads, "head_dim": 256,
+        "linear_num_key_heads": 16, "linear_num_value_heads": 64, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4, "num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 1024,
+        "max_position_embeddings": 262144, "vocab_size": 248320, "dtype": "bfloat16",
+    }
+
+
+def make_checkpoint(root, kv_algo="FP8"):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe", "dtype": "bfloat16",
+        "text_config": text_config()}))
+    (root / "hf_quant_config.json").write_text(json.dumps({
+        "producer": {"name": "modelopt", "version": "0.42.0"},
+        "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": kv_algo, "group_size": 16, "exclude_modules": ["lm_head"]}}))
+    return root
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sim(object):
+    def __init__(self, argv, env):
+        self.lines = []
+        self.cond = threading.Condition()
+        self.proc = subprocess.Popen([sys.executable, str(SIM)] + argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     env=env, text=True, bufsize=1)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+
+    def wait_line(self, regex, timeout=10.0, count=1):
+        end = time.time() + timeout
+        with self.cond:
+            while True:
+                found = [m for _r, m in matching(self.lines, regex)]
+                if len(found) >= count:
+                    return found
+                left = end - time.time()
+                if left <= 0 or (self.proc.poll() is not None and not self.reader.is_alive()):
+                    raise AssertionError("no line %r; output:\n%s" % (regex.pattern, "\n".join(self.lines[-40:])))
+                self.cond.wait(min(left, 0.1))
+
+    def wait_exit(self, timeout=10.0):
+        rc = self.proc.wait(timeout)
+        self.reader.join(5)
+        return rc
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.fixture
+def ckpt_fp8(tmp_path):
+    return make_checkpoint(tmp_path / "qwen3.5-397b-a17b-nvfp4", "FP8")
+
+
+@pytest.fixture
+def start(tmp_path):
+    sims = []
+
+    def _start(ckpt, kv="bf16", extra=(), env=None, flags=None, port=None, load="0.2", warmup="0.2"):
+        port = port or free_port()
+        argv = [a.format(ckpt=ckpt, kv=kv, port=port) for a in (flags or REFERENCE_FLAGS)] + list(extra)
+        full_env = dict(os.environ, SGLANG_SIM_LOAD_SECONDS=load, SGLANG_SIM_WARMUP_SECONDS=warmup,
+                        SGLANG_SIM_STATE_FILE=str(tmp_path / ("state-%d.json" % len(sims))))
+        full_env.update(env or {})
+        sim = Sim(argv, full_env)
+        sim.port = port
+        sim.state_file = pathlib.Path(full_env["SGLANG_SIM_STATE_FILE"])
+        sims.append(sim)
+        return sim
+
+    yield _start
+    for sim in sims:
+        sim.stop()
+
+
+def http(port, path, body=None, key=None, timeout=10.0):
+    """(status, parsed JSON or text)."""
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Content-Type": "application/json"})
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, raw, ctype = resp.status, resp.read(), resp.headers.get("content-type", "")
+    except urllib.error.HTTPError as exc:
+        status, raw, ctype = exc.code, exc.read(), exc.headers.get("content-type", "")
+    text = raw.decode("utf-8")
+    return status, (json.loads(text) if "json" in ctype and text else text)
+
+
+def wait_ready(sim, timeout=10.0):
+    sim.wait_line(READY_RE, timeout)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Startup, health, log formats
+# ---------------------------------------------------------------------------------------------------------
+
+def test_health_is_refused_then_503_then_200(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="bf16", warmup="0.6")
+    seen = []
+    end = time.time() + 15
+    while time.time() < end:
+        try:
+            status, _body = http(sim.port, "/health", timeout=2)
+        except (urllib.error.URLError, ConnectionError):
+            status = "refused"
+        if not seen or seen[-1] != status:
+            seen.append(status)
+        if status == 200:
+            break
+        time.sleep(0.02)
+    assert seen[-1] == 200
+    assert 503 in seen and seen.index(503) < seen.index(200)
+    assert http(sim.port, "/health_generate")[0] == 200
+    # 503 only after uvicorn is up; before it the port is closed, as with the real server
+    assert "refused" in seen and seen.index("refused") < seen.index(503)
+
+
+def test_bf16_startup_log_has_real_formats_and_consistent_sizes(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="bf16")
+    wait_ready(sim)
+    lines = sim.lines
+    dump = matching(lines, DUMP_RE)
+    assert len(dump) == 1 and dump[0][0] is None
+    assert dump[0][1].group("model_path") == str(ckpt_fp8) and dump[0][1].group("kv") == "bf16" and dump[0][1].group("tp") == "8"
+
+    for regex in (LOAD_BEGIN_RE, LOAD_END_RE, KV_ALLOC_RE, MAMBA_RE, GRAPH_BEGIN_RE, GRAPH_END_RE):
+        assert sorted(r for r, _m in matching(lines, regex)) == list(range(8)), regex.pattern
+    end = matching(lines, LOAD_END_RE)[0][1]
+    assert (end.group("type"), end.group("quant"), end.group("algo")) == ("Qwen3_5MoeForConditionalGeneration", "modelopt_fp4", "NVFP4")
+
+    dtype_lines = matching(lines, KV_DTYPE_RE)
+    assert [(r, m.group("dtype")) for r, m in dtype_lines] == [(0, "torch.bfloat16")]
+    assert not matching(lines, FP8_WARN_RE)
+
+    kv = matching(lines, KV_ALLOC_RE)[0][1]
+    tokens = int(kv.group("tokens"))
+    # 1 KV head per GPU at TP8 x 256 x 15 full-attention layers x 2 bytes = 7,680 B of K per token
+    assert float(kv.group("k")) * GIB / tokens == pytest.approx(7680, rel=0.002)
+    assert kv.group("k") == kv.group("v")
+    (rank, mt), = matching(lines, MAX_TOKENS_RE)
+    assert rank == 0 and int(mt.group("n")) == tokens and mt.group("ctx") == "262144"
+
+    mamba = matching(lines, MAMBA_RE)[0][1]
+    # 24,007,680 B per slot with an fp32 SSM state at TP8 (45 linear layers)
+    assert float(mamba.group("ssm")) * GIB / int(mamba.group("n")) == pytest.approx(45 * 8 * 128 * 128 * 4, rel=0.01)
+
+    order = [LOAD_BEGIN_RE, LOAD_END_RE, KV_DTYPE_RE, KV_ALLOC_RE, GRAPH_END_RE, MAX_TOKENS_RE, UVICORN_RE, READY_RE]
+    firsts = [next(i for i, (_r, msg) in enumerate(parsed(lines)) if rx.match(msg)) for rx in order]
+    assert firsts == sorted(firsts)
+
+    status, info = http(sim.port, "/server_info")
+    assert status == 200
+    assert info["kv_cache_dtype"] == "bf16" and info["internal_states"][0]["kv_cache_dtype"] == "bf16"
+    assert info["max_total_num_tokens"] == tokens and info["tp_size"] == 8 and info["model_path"] == str(ckpt_fp8)
+    assert info["internal_states"][0]["memory_usage"]["token_capacity"] == tokens
+    assert http(sim.port, "/get_server_info")[1]["max_total_num_tokens"] == tokens
+
+
+def test_auto_with_fp8_checkpoint_silently_runs_fp8_e4m3(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="auto")
+    wait_ready(sim)
+    lines = sim.lines
+    assert matching(lines, DUMP_RE)[0][1].group("kv") == "auto"
+    assert [m.group("dtype") for _r, m in matching(lines, KV_DTYPE_RE)] == ["torch.float8_e4m3fn"]
+    assert not matching(lines, FP8_WARN_RE), "SGLang prints no scale warning when auto resolves to FP8"
+    kv = matching(lines, KV_ALLOC_RE)[0][1]
+    assert float(kv.group("k")) * GIB / int(kv.group("tokens")) == pytest.approx(3840, rel=0.002)
+    info = http(sim.port, "/server_info")[1]
+    assert info["kv_cache_dtype"] == "auto"
+    assert info["internal_states"][0]["kv_cache_dtype"] == "fp8_e4m3"
+    state = json.loads(sim.state_file.read_text())
+    assert state["kv_cache_dtype_resolved"] == "fp8_e4m3" and state["fp8_scale_warning"] is False
+
+
+def test_auto_with_checkpoint_without_kv_quant_stays_bf16(start, tmp_path):
+    ckpt = make_checkpoint(tmp_path / "kvnull", kv_algo=None)
+    sim = start(ckpt, kv="auto")
+    wait_ready(sim)
+    assert [m.group("dtype") for _r, m in matching(sim.lines, KV_DTYPE_RE)] == ["torch.bfloat16"]
+    assert http(sim.port, "/server_info")[1]["internal_states"][0]["kv_cache_dtype"] == "auto"
+
+
+def test_explicit_fp8_e4m3_warns_on_every_rank_and_fp8_tokens_double(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="fp8_e4m3")
+    wait_ready(sim)
+    assert sorted(r for r, _m in matching(sim.lines, FP8_WARN_RE)) == list(range(8))
+    fp8_tokens = int(matching(sim.lines, MAX_TOKENS_RE)[0][1].group("n"))
+    bf16 = start(ckpt_fp8, kv="bf16")
+    wait_ready(bf16)
+    bf16_tokens = int(matching(bf16.lines, MAX_TOKENS_RE)[0][1].group("n"))
+    assert fp8_tokens == pytest.approx(2 * bf16_tokens, abs=2)
+
+
+def test_fp8_with_quantization_param_path_does_not_warn(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="fp8_e4m3", extra=["--quantization-param-path", "/models/kv_scales.json"])
+    wait_ready(sim)
+    assert not matching(sim.lines, FP8_WARN_RE)
+
+
+def test_nextn_draft_warns_after_auto_resolved_to_fp8(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="auto", extra=["--speculative-algorithm", "NEXTN", "--speculative-num-draft-tokens", "4"])
+    wait_ready(sim)
+    assert "speculative_algorithm='EAGLE'" in matching(sim.lines, DUMP_RE)[0][1].group(0)
+    # the draft model loads after the rewrite to fp8_e4m3: one warning per rank, and a second KV pool per rank
+    assert sorted(r for r, _m in matching(sim.lines, FP8_WARN_RE)) == list(range(8))
+    assert len(matching(sim.lines, KV_ALLOC_RE)) == 16
+
+
+def test_launcher_prefix_and_unknown_flags_are_tolerated(start, ckpt_fp8):
+    flags = ["-m", "sglang.launch_server"] + REFERENCE_FLAGS + ["--mamba-scheduler-strategy", "extra_buffer"]
+    sim = start(ckpt_fp8, flags=flags)
+    wait_ready(sim)
+    warn = [line for line in sim.lines if "ignoring unrecognized arguments" in line]
+    assert len(warn) == 1 and "--mamba-scheduler-strategy extra_buffer" in warn[0]
+
+
+def test_invalid_kv_cache_dtype_is_rejected_like_argparse(ckpt_fp8):
+    proc = subprocess.run([sys.executable, str(SIM), "--model-path", str(ckpt_fp8), "--kv-cache-dtype", "bf61"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 2
+    assert "argument --kv-cache-dtype: invalid choice: 'bf61'" in proc.stderr
+
+
+def test_not_enough_memory_exits_1(start, ckpt_fp8):
+    sim = start(ckpt_fp8, extra=["--mem-fraction-static", "0.3"])
+    assert sim.wait_exit() == 1
+    assert any("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static." in line for line in sim.lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# HTTP API
+# ---------------------------------------------------------------------------------------------------------
+
+def stream_chat(port, body, key=None):
+    """(list of (arrival time, delta content), finish_reason, saw [DONE])."""
+    req = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions" % port, data=json.dumps(dict(body, stream=True)).encode(),
+                                 headers={"Content-Type": "application/json"})
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    chunks, finish, done = [], None, False
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        for raw in resp:
+            line = raw.decode("utf-8").strip()
+            if not line:
+                continue
+            assert line.startswith("data: ")
+            data = line[len("data: "):]
+            if data == "[DONE]":
+                done = True
+                continue
+            choice = json.loads(data)["choices"][0]
+            if choice["delta"].get("content"):
+                chunks.append((time.perf_counter(), choice["delta"]["content"]))
+            finish = choice["finish_reason"] or finish
+    return chunks, finish, done
+
+
+def test_streaming_token_rate_within_10_percent_at_concurrency_1(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_TOKENS_PER_SECOND": "170", "SGLANG_SIM_TTFT_MS": "100"})
+    wait_ready(sim)
+    t0 = time.perf_counter()
+    chunks, finish, done = stream_chat(sim.port, {"model": "qwen3.5-397b", "messages": [{"role": "user", "content": "Tell me a story"}],
+                                                  "max_tokens": 86})
+    assert done and finish == "length" and len(chunks) == 86
+    rate = (len(chunks) - 1) / (chunks[-1][0] - chunks[0][0])
+    assert rate == pytest.approx(170, rel=0.10)
+    assert chunks[0][0] - t0 >= 0.1
+
+
+def test_non_streaming_chat_usage_and_determinism(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_TOKENS_PER_SECOND": "2000", "SGLANG_SIM_TTFT_MS": "1"})
+    wait_ready(sim)
+    body = {"model": "qwen3.5-397b", "messages": [{"role": "user", "content": "hello there"}], "max_tokens": 7}
+    first, second = http(sim.port, "/v1/chat/completions", body), http(sim.port, "/v1/chat/completions", body)
+    assert first[0] == 200 and first[1]["choices"][0]["message"]["content"] == second[1]["choices"][0]["message"]["content"]
+    assert first[1]["usage"]["completion_tokens"] == 7 and first[1]["object"] == "chat.completion"
+    assert http(sim.port, "/v1/chat/completions", {"messages": "nope"})[0] == 400
+
+
+def haystack(value, depth, filler_lines=400):
+    lines = ["Line %d: the grass is green and the sky is blue." % i for i in range(filler_lines)]
+    lines.insert(int(depth * filler_lines), "Remember this: the secret needle is: %s." % value)
+    return "\n".join(lines)
+
+
+def test_needle_is_recalled(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_TOKENS_PER_SECOND": "5000", "SGLANG_SIM_TTFT_MS": "1"})
+    wait_ready(sim)
+    for depth in (0.1, 0.9):
+        msgs = [{"role": "user", "content": haystack("k7Q2x9", depth) + "\nWhat is the secret needle? Answer with the value only."}]
+        status, resp = http(sim.port, "/v1/chat/completions", {"messages": msgs})
+        assert status == 200 and "k7Q2x9" in resp["choices"][0]["message"]["content"]
+
+
+def test_degrade_recall_corrupts_only_deep_needles(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_FAULT": "degrade_recall", "SGLANG_SIM_RECALL_DEPTH": "0.5",
+                               "SGLANG_SIM_TOKENS_PER_SECOND": "5000", "SGLANG_SIM_TTFT_MS": "1"})
+    wait_ready(sim)
+    answers = {}
+    for depth in (0.1, 0.9):
+        msgs = [{"role": "user", "content": haystack("k7Q2x9", depth) + "\nWhat is the secret needle?"}]
+        answers[depth] = http(sim.port, "/v1/chat/completions", {"messages": msgs})[1]["choices"][0]["message"]["content"]
+    assert "k7Q2x9" in answers[0.1]
+    assert "k7Q2x9" not in answers[0.9] and re.search(r"needle is \w{6}\.", answers[0.9])
+
+
+def test_api_key_enforced_except_health_and_metrics(start, ckpt_fp8):
+    sim = start(ckpt_fp8, extra=["--api-key", "s3cr3t-key"])
+    wait_ready(sim)
+    assert http(sim.port, "/v1/models") == (401, {"error": "Unauthorized"})
+    assert http(sim.port, "/server_info", key="wrong")[0] == 401
+    assert http(sim.port, "/health")[0] == 200 and http(sim.port, "/metrics")[0] == 200
+    status, models = http(sim.port, "/v1/models", key="s3cr3t-key")
+    assert status == 200 and models["data"][0]["id"] == "qwen3.5-397b" and models["data"][0]["owned_by"] == "sglang"
+    status, info = http(sim.port, "/get_model_info", key="s3cr3t-key")
+    assert status == 200 and info["model_path"] == str(ckpt_fp8) and info["is_generation"] is True
+    assert "s3cr3t-key" not in json.dumps(http(sim.port, "/server_info", key="s3cr3t-key")[1])
+
+
+def test_metrics_are_prometheus_text_and_count_tokens(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_TOKENS_PER_SECOND": "5000", "SGLANG_SIM_TTFT_MS": "1"})
+    wait_ready(sim)
+    http(sim.port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12})
+    status, text = http(sim.port, "/metrics")
+    assert status == 200
+    samples = dict(re.findall(r'^(sglang:[a-z_]+)\{model_name="qwen3\.5-397b"\} (\S+)$', text, re.M))
+    assert float(samples["sglang:generation_tokens_total"]) == 12
+    assert float(samples["sglang:num_requests_total"]) == 1
+    assert float(samples["sglang:max_total_num_tokens"]) > 0
+    assert "# TYPE sglang:time_to_first_token_seconds histogram" in text
+    assert re.search(r'^sglang:e2e_request_latency_seconds_count\{model_name="qwen3\.5-397b"\} 1\.0$', text, re.M)
+
+
+def test_metrics_need_enable_metrics(start, ckpt_fp8):
+    flags = [f for f in REFERENCE_FLAGS if f != "--enable-metrics"]
+    sim = start(ckpt_fp8, flags=flags)
+    wait_ready(sim)
+    assert http(sim.port, "/metrics")[0] == 404
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Faults, signals, nodes
+# ---------------------------------------------------------------------------------------------------------
+
+def test_sigterm_exits_0_with_shutdown_lines(start, ckpt_fp8):
+    sim = start(ckpt_fp8)
+    wait_ready(sim)
+    sim.proc.send_signal(signal.SIGTERM)
+    assert sim.wait_exit() == 0
+    assert any(line.endswith("INFO:     Application shutdown complete.") for line in sim.lines)
+    assert json.loads(sim.state_file.read_text())["status"] == "stopped"
+
+
+def test_sigterm_during_load_exits_0(start, ckpt_fp8):
+    sim = start(ckpt_fp8, load="30")
+    sim.wait_line(LOAD_BEGIN_RE, count=8)
+    t0 = time.time()
+    sim.proc.send_signal(signal.SIGTERM)
+    assert sim.wait_exit() == 0 and time.time() - t0 < 5
+    assert not matching(sim.lines, LOAD_END_RE)
+
+
+def test_fault_oom_prints_cuda_oom_traceback_and_exits_1(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_FAULT": "oom"})
+    assert sim.wait_exit() == 1
+    out = "\n".join(sim.lines)
+    assert re.search(r"^\[[\d\- :]+ TP\d\] Scheduler hit an exception: Traceback \(most recent call last\):$", out, re.M)
+    assert re.search(r"^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU \d has a total capacity of "
+                     r"[\d.]+ GiB of which [\d.]+ GiB is free\.", out, re.M)
+    assert matching(sim.lines, SIGQUIT_RE) and not matching(sim.lines, LOAD_END_RE)
+
+
+def test_fault_crash_exits_fast_every_time(start, ckpt_fp8):
+    for _attempt in range(2):
+        t0 = time.time()
+        sim = start(ckpt_fp8, load="5", env={"SGLANG_SIM_FAULT": "crash"})
+        assert sim.wait_exit() != 0
+        assert time.time() - t0 < 3
+        assert matching(sim.lines, SIGQUIT_RE)
+
+
+def test_fault_hang_never_becomes_ready(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_FAULT": "hang"})
+    sim.wait_line(UVICORN_RE)
+    for _attempt in range(5):
+        assert http(sim.port, "/health")[0] == 503
+        time.sleep(0.1)
+    assert http(sim.port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})[0] == 503
+    assert not matching(sim.lines, READY_RE) and sim.proc.poll() is None
+
+
+def test_fault_port_in_use_prints_uvicorn_error(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_FAULT": "port_in_use"})
+    assert sim.wait_exit() == 1
+    (_r, m), = matching(sim.lines, BIND_ERR_RE)
+    assert m.group("port") == str(sim.port)
+
+
+def test_port_taken_for_real_gives_the_same_error(start, ckpt_fp8):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        sim = start(ckpt_fp8, port=port)
+        assert sim.wait_exit() == 1
+    (_r, m), = matching(sim.lines, BIND_ERR_RE)
+    assert (m.group("host"), m.group("port")) == ("127.0.0.1", str(port))
+    assert not matching(sim.lines, UVICORN_RE)
+
+
+def test_fault_ignore_sigterm_leaves_a_child_running(start, ckpt_fp8):
+    sim = start(ckpt_fp8, env={"SGLANG_SIM_FAULT": "ignore_sigterm", "SGLANG_SIM_CHILD_MAX_SECONDS": "60"})
+    wait_ready(sim)
+    child = json.loads(sim.state_file.read_text())["children"][0]
+    try:
+        with open("/proc/%d/cmdline" % child, "rb") as handle:
+            assert b"sglang::scheduler_TP0" in handle.read()
+        os.kill(child, signal.SIGTERM)
+        sim.proc.send_signal(signal.SIGTERM)
+        assert sim.wait_exit() == 0
+        time.sleep(0.3)
+        os.kill(child, 0)   # still alive after SIGTERM
+    finally:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_second_node_runs_its_ranks_without_http(start, ckpt_fp8):
+    extra = ["--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.77.0.11:5000"]
+    sim = start(ckpt_fp8, extra=extra)
+    sim.wait_line(GRAPH_END_RE, count=4)
+    time.sleep(0.3)
+    assert sorted(r for r, _m in matching(sim.lines, LOAD_END_RE)) == [4, 5, 6, 7]
+    assert not matching(sim.lines, MAX_TOKENS_RE) and not matching(sim.lines, UVICORN_RE)
+    with pytest.raises(urllib.error.URLError):
+        http(sim.port, "/health", timeout=1)
+    state = json.loads(sim.state_file.read_text())
+    assert (state["nnodes"], state["node_rank"], state["dist_init_addr"]) == (2, 1, "10.77.0.11:5000")
+    assert state["serves_http"] is False and state["ranks"] == [4, 5, 6, 7]
