@@ -35,3 +35,13 @@ def shared_dir():
 @pytest.fixture(scope="session")
 def fixtures_dir():
     return FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _fresh_module_warnings():
+    """A module process starts with no warnings; tests run many modules in one process."""
+    from ansible.module_utils.common import warnings
+
+    warnings._global_warnings.clear()  # pylint: disable=protected-access
+    warnings._global_deprecations.clear()  # pylint: disable=protected-access
+    yield

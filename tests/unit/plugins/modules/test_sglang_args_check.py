@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -150,8 +151,13 @@ def test_missing_interpreter_fails_clearly(tmp_path, capsys):
     assert result["failed"] is True and "does not exist" in result["msg"] and "interpreter of the SGLang install" in result["msg"]
 
 
-def test_deprecated_flag_is_accepted_with_a_warning(sglang_python, capsys):
-    result, _out = run({"python": sglang_python, "args": REFERENCE + ["--disable-cuda-graph"]}, capsys)
+def test_deprecated_flag_is_accepted_with_a_warning(sglang_python, tmp_path):
+    # In its own process, as Ansible runs a module: warnings are process-wide state.
+    argsfile = tmp_path / "args.json"
+    argsfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"python": sglang_python, "args": REFERENCE + ["--disable-cuda-graph"]}}))
+    proc = subprocess.run([sys.executable, sglang_args_check.__file__, str(argsfile)], capture_output=True, text=True, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "collections")), timeout=300)
+    result = json.loads(proc.stdout)
     assert result["valid"] is True and not result.get("failed")
     (item,) = result["deprecated"]
     assert item["flag"] == "--disable-cuda-graph" and item["replacement"].startswith("--cuda-graph-backend")
