@@ -62,6 +62,7 @@ build-check: setup ## Build the collection, install it into an empty path, use i
 
 bench: setup ## Benchmarks (printed numbers)
 	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
+	python tests/bench/bench_sgl_kernel.py --repeat 3
 
 clean: lab-down
 	rm -rf build .lab tests/output

@@ -397,8 +397,12 @@ def _check_memory_free(c, gi, exp):
         by_fraction = int((g.get("memory_total_mib") or 0) * fraction) if fraction is not None else 0
         return max(floor or 0, by_fraction)
 
-    required = " and ".join(x for x in (">= %d MiB" % floor if floor is not None else "",
-                                         ">= %g of total" % fraction if fraction is not None else "") if x)
+    parts = []
+    if floor is not None:
+        parts.append(">= %d MiB" % floor)
+    if fraction is not None:
+        parts.append(">= %g of total" % fraction)
+    required = " and ".join(parts)
     low = [g for g in _gpus(gi) if (g.get("memory_free_mib") or 0) < needed(g)]
     if not low:
         c.add("gpu_memory_free", "pass", found="enough free on every GPU", required=required)

@@ -22,7 +22,10 @@ PLAY = """
       changed_when: false
       failed_when: state.stdout not in ['running', 'degraded']
     - name: Reach every other host over the bridge
-      ansible.builtin.command: "python3 -c 'import socket,sys; [socket.create_connection((h, 22), 3).close() for h in sys.argv[1:]]' {{ groups.all | map('extract', hostvars, 'ansible_host') | join(' ') }}"
+      ansible.builtin.command:
+        argv: "{{ ['python3', '-c', probe] + groups.all | map('extract', hostvars, 'ansible_host') | list }}"
+      vars:
+        probe: "import socket, sys; [socket.create_connection((h, 22), 3).close() for h in sys.argv[1:]]"
       changed_when: false
 """
 
@@ -45,11 +48,11 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
         play.write_text(PLAY)
         cmd = [str(ROOT / ".venv" / "bin" / "ansible-playbook"),
                "-i", str(inventory), str(play)]
-        first = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600)
+        first = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600, check=False)
         assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
         first_recap = recap(first.stdout)
         assert len(first_recap) == 8 and all(r["changed"] == 1 and r["failed"] == 0 for r in first_recap.values()), first_recap
-        second = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600)
+        second = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600, check=False)
         assert second.returncode == 0, second.stdout[-3000:]
         second_recap = recap(second.stdout)
         assert len(second_recap) == 8 and all(r["changed"] == 0 and r["failed"] == 0 for r in second_recap.values()), second_recap
@@ -59,9 +62,10 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
     finally:
         lab("down-all")
     assert lab("leftovers").stdout.strip() == ""
-    nspawn = subprocess.run(["pgrep", "-af", "systemd-nspawn"], capture_output=True, text=True).stdout
+    nspawn = subprocess.run(["pgrep", "-af", "systemd-nspawn"], capture_output=True, text=True, check=False).stdout
     assert "/.lab/run/itest" not in nspawn, "systemd-nspawn still running: " + nspawn
-    mounts = open("/proc/mounts", encoding="utf-8").read()
+    with open("/proc/mounts", encoding="utf-8") as f:
+        mounts = f.read()
     assert "/.lab/run/" not in mounts
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert "lab-itest" not in netns

@@ -34,7 +34,7 @@ def _cmake_expectation(value):
     """Archs CMake puts in the binary for a CMAKE_CUDA_ARCHITECTURES value: (cubin archs, PTX archs)."""
     elf, ptx = set(), set()
     for item in value.split(";"):
-        arch, _, mode = item.partition("-")
+        arch, mode = (item.split("-", 1) + [""])[:2]
         name = "sm_" + arch
         if mode in ("", "real"):
             elf.add(name)
