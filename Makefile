@@ -25,8 +25,8 @@ $(BIN)/ansible-playbook: requirements.txt
 	touch $@
 
 setup: $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
-	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd; }
+	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null && command -v rsync >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync; }
 	tests/lab/bin/install-collections
 	tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv
 

@@ -1,8 +1,7 @@
-#!/usr/bin/python3
 # Copyright: contributors to llmops.sglang
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Stand-in for `hf download` in the lab (no hub access).
+"""Stand-in for `hf download` in the lab (no hub access); verify.yml installs it with a shebang.
 
 Records how it was called (argv, a hash of HF_TOKEN, whether the token shows in any process's
 argv) and "downloads" the files of a local checkpoint into --local-dir, slowly, through
@@ -67,7 +66,7 @@ def main():
             continue
         tmp = os.path.join(partial, name + ".incomplete")
         shutil.copyfile(os.path.join(SOURCE, name), tmp)
-        time.sleep(0.6)
+        time.sleep(1.5)
         os.replace(tmp, target)
     print(args.local_dir)
     return 0
