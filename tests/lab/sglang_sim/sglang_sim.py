@@ -835,6 +835,7 @@ def make_http_server(sim):
     class Server(ThreadingHTTPServer):
         address_family = family
         daemon_threads = True
+        request_queue_size = 2048  # a burst of concurrent clients must not lose SYNs (uvicorn's backlog)
 
     class Handler(SimHandler):
         simulator = sim

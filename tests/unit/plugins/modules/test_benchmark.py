@@ -23,10 +23,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[4]
 SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
 CKPT = ROOT / "tests" / "fixtures" / "checkpoints" / "qwen3.5-397b-a17b-nvfp4"
 KEY = "sk-bench-module-5e1f"
-# The simulator with a real server's listen backlog (uvicorn: 2048; socketserver's default 5 drops SYNs in bursts).
-BACKLOG_WRAPPER = ("import runpy, socketserver, sys; socketserver.TCPServer.request_queue_size = 2048; "
-                   "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
-
 # sglang 0.5.x bench_serving summary (real output, sgl-project/sglang PR #21405), printed by the stand-in below.
 SUMMARY = """\
 ============ Serving Benchmark Result ============
@@ -67,7 +63,7 @@ def start_sim(tmp, extra=()):
     ckpt = tmp / "ckpt"
     if not ckpt.exists():
         shutil.copytree(CKPT, ckpt)
-    argv = [sys.executable, "-c", BACKLOG_WRAPPER, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b",
+    argv = [sys.executable, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b",
             "--port", str(port), "--api-key", KEY, "--sim-load-seconds", "0.1", "--sim-warmup-seconds", "0.1",
             "--sim-tokens-per-second", "100", "--sim-ttft-ms", "40"] + list(extra)
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
