@@ -34,7 +34,7 @@ lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml 
 	$(LAB) down lab1 >/dev/null
 	$(LAB) up lab1 1 $(LAB_PROFILE)
 	$(LAB) inventory $(ROOT)/.lab/inventory.yml
-	ansible-playbook site.yml -i $(ROOT)/.lab/inventory.yml -i tests/lab/inventory/lab-vars.yml
+	ansible-playbook site.yml -i $(ROOT)/.lab/inventory.yml -i tests/lab/inventory/lab-vars.yml -e lab_root=$(ROOT)
 
 lab-down: ## Destroy every lab host
 	$(LAB) down-all
