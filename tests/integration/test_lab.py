@@ -1,10 +1,14 @@
 """The lab itself: 8 real-systemd hosts over SSH, an idempotent play, and a destroy that leaves nothing."""
 
 import json
+import os
 import re
 import subprocess
 
 from conftest import ROOT, lab
+
+SUBNET = os.environ.get("LLMOPS_LAB_SUBNET", "10.78.0")
+NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")
 
 PLAY = """
 - name: Trivial play over SSH
@@ -58,7 +62,7 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
         assert len(second_recap) == 8 and all(r["changed"] == 0 and r["failed"] == 0 for r in second_recap.values()), second_recap
         # The transport really is SSH into the host's own network namespace.
         who = lab("ssh", "itest3", "hostname; ip -4 -o addr show eth0")
-        assert who.stdout.startswith("itest3") and "10.78.0.13/24" in who.stdout
+        assert who.stdout.startswith("itest3") and f"{SUBNET}.13/24" in who.stdout
     finally:
         lab("down-all")
     assert lab("leftovers").stdout.strip() == ""
@@ -68,4 +72,4 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
         mounts = f.read()
     assert "/.lab/run/" not in mounts
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-    assert "lab-itest" not in netns
+    assert f"{NETNS_PREFIX}itest" not in netns
