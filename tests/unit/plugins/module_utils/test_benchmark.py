@@ -4,7 +4,6 @@
 """The benchmark client against the lab's SGLang simulator (a real subprocess) and small local HTTP servers."""
 
 import json
-import os
 import pathlib
 import shutil
 import socket
