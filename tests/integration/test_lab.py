@@ -70,6 +70,6 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
     assert "/.lab/run/itest" not in nspawn, "systemd-nspawn still running: " + nspawn
     with open("/proc/mounts", encoding="utf-8") as f:
         mounts = f.read()
-    assert "/.lab/run/" not in mounts
+    assert "/.lab/run/itest" not in mounts
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert f"{NETNS_PREFIX}itest" not in netns
