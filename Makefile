@@ -52,7 +52,10 @@ units: setup ## Unit tests (pytest)
 	pytest -q -n 2 tests/unit
 
 molecule: setup ## Every molecule scenario (lab hosts)
-	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s || exit 1; done
+	@failed=""; for s in $(SCENARIOS); do t0=$$(date +%s); echo "== molecule test -s $$s"; \
+	  if molecule test -s $$s; then r=ok; else r=FAILED; failed="$$failed $$s"; fi; \
+	  echo "== molecule $$s: $$r ($$(( $$(date +%s) - t0 )) s)"; done; \
+	  [ -z "$$failed" ] || { echo "molecule scenarios failed:$$failed"; exit 1; }
 
 integration: setup ## Lab integration tests (8 hosts, SSH, clean destroy)
 	pytest -q tests/integration
