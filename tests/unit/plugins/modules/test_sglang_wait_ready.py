@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""sglang_wait_ready and sglang_service_stop as Ansible runs them, over a scripted systemd."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.llmops.sglang.plugins.module_utils import _readiness
+from ansible_collections.llmops.sglang.plugins.modules import sglang_service_stop, sglang_wait_ready
+
+
+class Scripted(object):
+    """systemctl/journalctl answers: one state per `systemctl show`, a journal shown whole."""
+
+    def __init__(self, states, journal=b"", pid1=b"", health=(503, None)):
+        self.states, self.journal, self.pid1, self.health = states, journal, pid1, health
+        self.shows = 0
+        self.now = 500.0
+        self.commands = []
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def run(self, argv, timeout=None):
+        self.commands.append(argv[1])
+        if argv[1] == "show":
+            self.shows += 1
+            state = self.states[min(self.shows, len(self.states)) - 1]
+            return 0, "".join("%s=%s\n" % kv for kv in state.items()).encode(), ""
+        if argv[1] == "stop":
+            return 0, b"", ""
+        if argv[1].startswith("_SYSTEMD_INVOCATION_ID="):
+            return 0, (self.journal + b"-- cursor: 1\n") if self.journal and "--after-cursor" not in argv else b"", ""
+        return 0, self.pid1, ""
+
+
+def state(**kw):
+    base = {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "Result": "success", "NRestarts": "0",
+            "InvocationID": "c" * 32, "MainPID": "77", "ExecMainCode": "0", "ExecMainStatus": "0",
+            "ExecMainStartTimestampMonotonic": "499000000", "ControlGroup": "/system.slice/sglang-qwen.service", "TimeoutStopUSec": "3s"}
+    base.update(kw)
+    return base
+
+
+def run_module(module, params, capsys, monkeypatch, scripted, check_mode=False):
+    if module is sglang_wait_ready:
+        fake = functools.partial(_readiness.wait_ready, run=scripted.run, http=lambda url, timeout: scripted.health,
+                                 clock=scripted.clock, sleep=scripted.sleep, proc_root="/nonexistent-proc")
+        monkeypatch.setattr(module, "wait_ready", fake)
+    else:
+        fake = functools.partial(_readiness.stop_unit, run=scripted.run, clock=scripted.clock, sleep=scripted.sleep,
+                                 proc_root=scripted.proc_root)
+        monkeypatch.setattr(module, "stop_unit", fake)
+    if check_mode:
+        params = dict(params, _ansible_check_mode=True)
+    with patch_module_args(params):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_ready(capsys, monkeypatch):
+    out = run_module(sglang_wait_ready, {"unit": "sglang-qwen.service", "budget": 30}, capsys, monkeypatch,
+                     Scripted([state()], health=(200, None)))
+    assert not out.get("failed") and out["changed"] is False
+    assert out["status"] == "ready" and out["msg"].startswith("sglang-qwen.service is ready after ")
+
+
+def test_fatal_log_fails_with_the_named_cause(capsys, monkeypatch):
+    journal = (b"[2026-11-30 12:00:01 TP0] Load weight begin. avail mem=94.39 GB\n"
+               b"[2026-11-30 12:00:02 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+               b'  File "/sglang/srt/managers/scheduler.py", line 3096, in run_scheduler_process\n'
+               b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    dead = state(ActiveState="failed", SubState="failed", Result="exit-code", ExecMainCode="1", ExecMainStatus="1")
+    out = run_module(sglang_wait_ready, {"unit": "sglang-qwen.service"}, capsys, monkeypatch, Scripted([dead], journal))
+    assert out["failed"] is True
+    assert out["msg"].startswith("sglang-qwen.service is not ready: cuda_oom: torch.OutOfMemoryError: CUDA out of memory.")
+    assert out["cause"]["source"] == "journal" and out["status"] == "failed"
+
+
+def test_waiting_returns_the_phase(capsys, monkeypatch):
+    journal = b"[2026-11-30 12:00:01 TP0] Load weight begin. avail mem=94.39 GB\n"
+    out = run_module(sglang_wait_ready, {"unit": "sglang-qwen.service", "budget": 2700, "timeout": 2}, capsys, monkeypatch,
+                     Scripted([state()], journal))
+    assert not out.get("failed")
+    assert out["status"] == "waiting" and out["phase"] == "loading_weights"
+    assert out["msg"].startswith("sglang-qwen.service is not ready yet: phase loading_weights after ")
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"unit": "-x"}, "is not a unit name"),
+    ({"unit": "sglang-qwen.service", "budget": 0}, "must be positive"),
+    ({"unit": "sglang-qwen.service", "url": "127.0.0.1:30000/health"}, "must start with http://"),
+])
+def test_bad_parameters(params, words, capsys, monkeypatch):
+    scripted = Scripted([state()])
+    out = run_module(sglang_wait_ready, params, capsys, monkeypatch, scripted)
+    assert out["failed"] is True and words in out["msg"]
+    assert scripted.commands == []
+
+
+def _proc(tmp_path, pids):
+    for pid in pids:
+        d = tmp_path / str(pid)
+        d.mkdir()
+        (d / "cgroup").write_text("0::/system.slice/sglang-qwen.service\n")
+        (d / "cmdline").write_bytes(b"python3\0-c\0pass\0sglang::scheduler_TP0\0")
+        (d / "stat").write_text("%d (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n" % (pid, 9000 + pid))
+    return str(tmp_path)
+
+
+PID1_KILL = b"sglang-qwen.service: State 'final-sigterm' timed out. Killing.\nsglang-qwen.service: Killing process 91 (python3) with signal SIGKILL.\n"
+
+
+@pytest.mark.parametrize("fail_on_kill", [False, True])
+def test_stop_with_a_killed_child(fail_on_kill, tmp_path, capsys, monkeypatch):
+    scripted = Scripted([state(), state(ActiveState="failed", SubState="failed", Result="timeout")], pid1=PID1_KILL)
+    scripted.proc_root = _proc(tmp_path, [91])
+    # the child is gone once systemctl stop returns
+    orig = scripted.run
+
+    def run(argv, timeout=None):
+        answer = orig(argv, timeout)
+        if argv[1] == "stop":
+            for name in ("cgroup", "stat", "cmdline"):
+                (tmp_path / "91" / name).unlink()
+        return answer
+    scripted.run = run
+    out = run_module(sglang_service_stop, {"unit": "sglang-qwen.service", "fail_on_kill": fail_on_kill}, capsys, monkeypatch, scripted)
+    assert bool(out.get("failed")) is fail_on_kill
+    assert [p["pid"] for p in out["killed"]] == [91]
+    text = out["msg"] if fail_on_kill else json.dumps(out.get("warnings", []))
+    assert "surviving child: pid 91 (python3 -c pass sglang::scheduler_TP0) ignored SIGTERM" in text
+    assert "TimeoutStopSec=3 s" in text
+
+
+def test_stop_fails_when_a_process_survives(tmp_path, capsys, monkeypatch):
+    scripted = Scripted([state(), state(ActiveState="failed", SubState="failed", Result="timeout")])
+    scripted.proc_root = _proc(tmp_path, [92])
+    out = run_module(sglang_service_stop, {"unit": "sglang-qwen.service"}, capsys, monkeypatch, scripted)
+    assert out["failed"] is True
+    assert "still running after the stop: pid 92" in out["msg"]
+
+
+def test_stop_check_mode_does_not_stop(tmp_path, capsys, monkeypatch):
+    scripted = Scripted([state()])
+    scripted.proc_root = _proc(tmp_path, [93])
+    out = run_module(sglang_service_stop, {"unit": "sglang-qwen.service"}, capsys, monkeypatch, scripted, check_mode=True)
+    assert out["changed"] is True and "stop" not in scripted.commands
+    assert out["msg"] == "sglang-qwen.service would be stopped"
