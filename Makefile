@@ -33,6 +33,10 @@ setup: $(BIN)/ansible-playbook ## Install host packages, the venv and the depend
 lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml against it
 	$(LAB) down lab1 >/dev/null
 	$(LAB) up lab1 1 $(LAB_PROFILE)
+	@# The lab host gets the runtime's stand-in wheels as an air-gapped wheelhouse.
+	pip download -q --no-deps --only-binary=:all: -d $(LLMOPS_CACHE)/wheels/lab packaging==25.0
+	install -d $(ROOT)/.lab/run/lab1/root/opt/sglang/wheelhouse
+	cp $(LLMOPS_CACHE)/wheels/lab/*.whl $(ROOT)/.lab/run/lab1/root/opt/sglang/wheelhouse/
 	$(LAB) inventory $(ROOT)/.lab/inventory.yml
 	ansible-playbook site.yml -i $(ROOT)/.lab/inventory.yml -i tests/lab/inventory/lab-vars.yml -e lab_root=$(ROOT)
 
