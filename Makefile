@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 LAB_PROFILE ?= rtxpro6000x8
 SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
 
-.PHONY: help setup lab lab-down test lint sanity units molecule integration build-check bench clean
+.PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,6 +39,9 @@ lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml 
 	cp $(LLMOPS_CACHE)/wheels/lab/*.whl $(ROOT)/.lab/run/lab1/root/opt/sglang/wheelhouse/
 	$(LAB) inventory $(ROOT)/.lab/inventory.yml
 	ansible-playbook site.yml -i $(ROOT)/.lab/inventory.yml -i tests/lab/inventory/lab-vars.yml -e lab_root=$(ROOT)
+
+security-report: lab ## systemd-analyze security of the deployed unit on the lab host (target <= 4.0)
+	$(LAB) ssh lab1 systemd-analyze security --no-pager sglang-qwen.service | tail -n 1
 
 lab-down: ## Destroy every lab host
 	$(LAB) down-all
@@ -67,7 +70,7 @@ integration: setup ## Lab integration tests (8 hosts, SSH, clean destroy)
 build-check: setup ## Build the collection, install it into an empty path, use it from there
 	tests/bin/build-check
 
-bench: setup ## Benchmarks (printed numbers)
+bench: security-report ## Benchmarks (printed numbers), after the lab's security report
 	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
 	python tests/bench/bench_sgl_kernel.py --repeat 3
 
