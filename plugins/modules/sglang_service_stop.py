@@ -142,6 +142,8 @@ def main():
         msg = "%s would be stopped" % unit
     else:
         msg = "%s stopped in %.1f s; no process survived" % (unit, report["duration"])
+    if problem:
+        msg = "%s; %s" % (msg, problem)
     module.exit_json(msg=msg, **report)
 
 

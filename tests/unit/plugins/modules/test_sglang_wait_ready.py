@@ -139,7 +139,7 @@ def test_stop_with_a_killed_child(fail_on_kill, tmp_path, capsys, monkeypatch):
     out = run_module(sglang_service_stop, {"unit": "sglang-qwen.service", "fail_on_kill": fail_on_kill}, capsys, monkeypatch, scripted)
     assert bool(out.get("failed")) is fail_on_kill
     assert [p["pid"] for p in out["killed"]] == [91]
-    text = out["msg"] if fail_on_kill else json.dumps(out.get("warnings", []))
+    text = out["msg"]
     assert "surviving child: pid 91 (python3 -c pass sglang::scheduler_TP0) ignored SIGTERM" in text
     assert "TimeoutStopSec=3 s" in text
 
