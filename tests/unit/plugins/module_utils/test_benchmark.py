@@ -4,14 +4,9 @@
 """The benchmark client against the lab's SGLang simulator (a real subprocess) and small local HTTP servers."""
 
 import json
-import pathlib
-import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import xml.etree.ElementTree as ET
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,9 +14,7 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _benchmark as bm
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
-SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
-CKPT = ROOT / "tests" / "fixtures" / "checkpoints" / "qwen3.5-397b-a17b-nvfp4"
+from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
 
 # Real output of `python3 -m sglang.bench_serving --backend sglang --dataset-name random --num-prompts 500
 # --random-input-len 1024 --random-output-len 512` (sgl-project/sglang PR #21405, 2026-04): the 0.5.x summary layout.
@@ -133,50 +126,6 @@ Median TPOT (ms):                        126.55
 
 # ---------------------------------------------------------------------------------------------
 # Harness
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Sim(object):
-    """The simulator on a free loopback port, with a copy of the lab checkpoint."""
-
-    def __init__(self, tmp, extra=(), key=None):
-        self.port = free_port()
-        ckpt = tmp / "ckpt"
-        if not ckpt.exists():
-            shutil.copytree(CKPT, ckpt)
-        argv = [sys.executable, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b", "--host", "127.0.0.1",
-                "--port", str(self.port), "--tp-size", "8", "--kv-cache-dtype", "bf16", "--sim-load-seconds", "0.1",
-                "--sim-warmup-seconds", "0.1"] + list(extra)
-        if key:
-            argv += ["--api-key", key]
-        self.log = open(tmp / ("sim-%d.log" % self.port), "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = "http://127.0.0.1:%d" % self.port
-        end = time.time() + 20
-        while time.time() < end:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert self.proc.poll() is None, "simulator exited early"
-            time.sleep(0.05)
-        raise AssertionError("simulator not ready")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.log.close()
 
 
 # Simulator settings of the rate tests: 80 tok/s alone, 80 ms TTFT, 5% slower per extra running request.

@@ -5,22 +5,13 @@
 
 import ast
 import importlib.util
-import pathlib
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _benchmark as bm
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
-SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
-CKPT = ROOT / "tests" / "fixtures" / "checkpoints" / "qwen3.5-397b-a17b-nvfp4"
+from sim_harness import SIM, Sim, free_port  # tests/unit/sim_harness.py
 
 # Real output of `python3 -m sglang.test.run_eval --eval-name gsm8k ... --num-shots 20 --num-threads 1319`
 # (sgl-project/sglang PR #17041, 2026-01).
@@ -49,50 +40,15 @@ def load_sim_module():
     return mod
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Sim(object):
-    def __init__(self, tmp, extra=()):
-        self.port = free_port()
-        ckpt = tmp / "ckpt"
-        if not ckpt.exists():
-            shutil.copytree(CKPT, ckpt)
-        argv = [sys.executable, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b", "--port", str(self.port),
-                "--tp-size", "8", "--kv-cache-dtype", "bf16", "--context-length", "65536", "--sim-load-seconds", "0.1",
-                "--sim-warmup-seconds", "0.1", "--sim-tokens-per-second", "400", "--sim-ttft-ms", "20"] + list(extra)
-        self.log = open(tmp / ("sim-%d.log" % self.port), "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = "http://127.0.0.1:%d" % self.port
-        end = time.time() + 20
-        while time.time() < end:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert self.proc.poll() is None, "simulator exited early"
-            time.sleep(0.05)
-        raise AssertionError("simulator not ready")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
+# The canary's simulator: a 64K context and a fast token rate keep long-context checks quick.
+CANARY_SIM = ["--context-length", "65536", "--sim-tokens-per-second", "400", "--sim-ttft-ms", "20"]
 
 
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("canary")
-    normal = Sim(tmp)
-    degraded = Sim(tmp, ["--sim-fault", "degrade_recall", "--sim-recall-depth", "0.6"])
+    normal = Sim(tmp, CANARY_SIM)
+    degraded = Sim(tmp, CANARY_SIM + ["--sim-fault", "degrade_recall", "--sim-recall-depth", "0.6"])
     yield normal, degraded
     normal.stop()
     degraded.stop()

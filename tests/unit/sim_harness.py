@@ -1,0 +1,57 @@
+"""The test-only SGLang simulator on a loopback port, for tests of clients (benchmark, canary, server_info)."""
+
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
+CKPT = ROOT / "tests" / "fixtures" / "checkpoints" / "qwen3.5-397b-a17b-nvfp4"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sim(object):
+    """The simulator on a free loopback port, with a copy of the lab checkpoint."""
+
+    def __init__(self, tmp, extra=(), key=None):
+        self.port = free_port()
+        ckpt = tmp / "ckpt"
+        if not ckpt.exists():
+            shutil.copytree(CKPT, ckpt)
+        argv = [sys.executable, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b", "--host", "127.0.0.1",
+                "--port", str(self.port), "--tp-size", "8", "--kv-cache-dtype", "bf16", "--sim-load-seconds", "0.1",
+                "--sim-warmup-seconds", "0.1"] + list(extra)
+        if key:
+            argv += ["--api-key", key]
+        self.log = open(tmp / ("sim-%d.log" % self.port), "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = "http://127.0.0.1:%d" % self.port
+        end = time.time() + 20
+        while time.time() < end:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            assert self.proc.poll() is None, "simulator exited early"
+            time.sleep(0.05)
+        raise AssertionError("simulator not ready")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.log.close()
