@@ -49,9 +49,6 @@ LATE_LOG_DELAY = 0.3
 # After a fatal log line, how long the process may take to die, so the cause includes what systemd did.
 FATAL_GRACE = 3.0
 
-# Failures the log auditor does not classify as fatal (they are not Python exceptions).
-_PORT_RE = re.compile(r"error while attempting to bind on address|address already in use", re.IGNORECASE)
-_ARGPARSE_RE = re.compile(r"\berror: (?:unrecognized arguments:|argument -[-\w/]+:|the following arguments are required:)")
 _LINE_PREFIX_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:(?:ERROR|WARNING|INFO|CRITICAL):\s+)?")
 _SECRET_ASSIGN_RE = re.compile(
     r"((?:admin[_-]?)?api[_-]?key|hf[_-]?token|token|password|passwd|secret)(['\"]?\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s,)]+)",
@@ -69,6 +66,12 @@ class UnitError(Exception):
 
 # ----------------------------------------------------------------------------------------------
 # helpers
+
+
+def check_unit_name(unit):
+    """Raise UnitError unless unit reads as one unit name for systemctl (not empty, not an option, no whitespace)."""
+    if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
+        raise UnitError("unit %r is not a unit name; give a name like sglang-qwen.service" % (unit,))
 
 
 def run_command(argv, timeout=None):
@@ -205,7 +208,6 @@ class JournalTracker(object):
         self.invocation_id = invocation_id
         self.auditor = LogAuditor()
         self.cursor = None
-        self.extra = None       # {"class", "message"} of a failure the auditor does not classify
         self.error = None
         self.bytes = 0
 
@@ -230,21 +232,6 @@ class JournalTracker(object):
         if body:
             self.bytes += len(body)
             self.auditor.feed(body)
-            if self.extra is None:
-                self._scan(body)
-
-    def _scan(self, body):
-        # cheap byte checks first: only a failing start prints these
-        if b"ddress" not in body and b"error: " not in body:
-            return
-        for raw in body.splitlines():
-            line = raw.decode("utf-8", "replace")
-            if _PORT_RE.search(line):
-                self.extra = {"class": "port_in_use", "message": clean_line(line)}
-                return
-            if _ARGPARSE_RE.search(line):
-                self.extra = {"class": "cli_argument_error", "message": clean_line(line)}
-                return
 
     @property
     def phase(self):
@@ -258,12 +245,13 @@ class JournalTracker(object):
 
     def fatal(self):
         """{"class", "message"} of the first fatal error the log shows, or None."""
-        if self.auditor.fatal is not None:
-            cls, message = self.auditor.fatal["class"], self.auditor.fatal["message"] or ""
-            if "Not enough memory" in message:
-                cls = "not_enough_memory"
-            return {"class": cls, "message": clean_line(message)}
-        return self.extra
+        if self.auditor.fatal is None:
+            return None
+        cls, message = self.auditor.fatal["class"], self.auditor.fatal["message"] or ""
+        # the log audit reports this RuntimeError as a python_exception; here it gets a cause of its own
+        if "Not enough memory" in message:
+            cls = "not_enough_memory"
+        return {"class": cls, "message": clean_line(message)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -325,6 +313,7 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
     (systemd state), health ({url, status, error}), log ({fatal, kv_dtype_effective, ...} or None),
     invocation_id and n_restarts_baseline (pass both to the next call).
     """
+    check_unit_name(unit)
     begin = clock()
     port = url_port(url)
     history, tracker, state = [], None, {}
@@ -550,6 +539,7 @@ def stop_unit(unit, check_mode=False, timeout=None, systemctl="systemctl", journ
     killed ([{pid, comm, cmdline}] that systemd SIGKILLed after TimeoutStopSec), timed_out_state,
     survivors (processes still alive afterwards), result (systemd's Result).
     """
+    check_unit_name(unit)
     before = show_unit(run, systemctl, unit)
     cgroup = before.get("ControlGroup") or ""
     procs = unit_processes(cgroup, proc_root)

@@ -53,7 +53,8 @@ FOLLOW_LINES = 4
 CHEAP_FIND_LITERALS = 2
 
 PHASES = ("starting", "loading_weights", "kv_pool_allocated", "capturing_cuda_graphs", "warming_up", "ready")
-FATAL_CLASSES = ("none", "cuda_oom", "no_kernel_image", "python_exception", "truncated_traceback")
+FATAL_CLASSES = ("none", "cuda_oom", "no_kernel_image", "python_exception", "truncated_traceback", "port_in_use",
+                 "cli_argument_error")
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 
@@ -81,6 +82,11 @@ BUILTIN_LITERALS = (
     "Benchmark ...",
     "SGLang version",
     "sglang==",
+    "bind on address",          # uvicorn cannot listen on the server port
+    "ddress already in use",
+    "error: unrecognized arguments",    # argparse rejected the command line
+    "error: argument -",
+    "error: the following arguments are required",
 )
 
 _ANSI_PATTERN = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
@@ -122,6 +128,11 @@ _MAMBA_RE = re.compile(
     r"(?:.*?intermediate_conv_window_cache size: (?P<iconv>[\d.]+) ?GB)?")
 _CAPTURE_RE = re.compile(r"Capture [\w ]*graph begin")
 _VERSION_RE = re.compile(r"(?:SGLang version|sglang==)[:=\s]*v?(\d+\.\d+(?:\.\d+)?(?:[.-]?(?:post|rc|dev)\d+)?(?:\+[\w.]+)?)")
+# Startup failures that are no Python exception: the port is taken (uvicorn's "[Errno 98] error while attempting to
+# bind on address (...): address already in use") or argparse rejected the command line. Case-sensitive, so that
+# the literals above always select the lines these match.
+_PORT_RE = re.compile(r"error while attempting to bind on address|[Aa]ddress already in use")
+_ARGPARSE_RE = re.compile(r"\berror: (?:unrecognized arguments:|argument -[-\w/]+:|the following arguments are required:)")
 _EXCEPTION_LINE_RE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)(?::\s|:?$)")
 # Whitespace plus what invalid UTF-8 decodes to: neither may hide a message's start.
 _BLANK = " \t\r\n\x00\ufffd"
@@ -721,6 +732,10 @@ class LogAuditor(object):
         if stripped.startswith("CUDA error") or (
                 ("Error" in stripped or "Exception" in stripped) and _EXCEPTION_LINE_RE.match(stripped)):
             self._set_fatal(_classify(stripped), stripped, loc, rank, None)
+        elif "ddress" in stripped and _PORT_RE.search(stripped):
+            self._set_fatal("port_in_use", stripped, loc, rank, None)
+        elif "error: " in stripped and _ARGPARSE_RE.search(stripped):
+            self._set_fatal("cli_argument_error", stripped, loc, rank, None)
 
     def _pool(self, msg, rank):
         self._advance("kv_pool_allocated")

@@ -33,16 +33,14 @@ author:
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.info_module
+  - llmops.sglang.http_client
+  - llmops.sglang.http_client.proxy
 options:
   url:
     description:
       - Base URL of the SGLang server, as seen from where the module runs (C(http://HOST:PORT)).
     type: str
     default: http://127.0.0.1:30000
-  api_key:
-    description:
-      - The server's C(--api-key), sent as a bearer token.
-    type: str
   model:
     description:
       - Model name sent in requests. Default is the first entry of C(/v1/models).
@@ -160,16 +158,6 @@ options:
     type: list
     elements: str
     default: []
-  validate_certs:
-    description:
-      - Verify the server's TLS certificate for C(https://) URLs.
-    type: bool
-    default: true
-  use_proxy:
-    description:
-      - Use the proxy from the environment (loopback URLs never do).
-    type: bool
-    default: true
   chart:
     description:
       - Return RV(chart_svg).

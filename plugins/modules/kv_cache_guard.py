@@ -47,6 +47,7 @@ author:
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.info_module
+  - llmops.sglang.http_client
 options:
   argv:
     description:
@@ -73,20 +74,11 @@ options:
       - Base URL of the running SGLang server for the C(server) signal. Set to an empty string to skip it.
     type: str
     default: http://127.0.0.1:30000
-  api_key:
-    description:
-      - The server's C(--api-key), sent as a bearer token.
-    type: str
   timeout:
     description:
       - Seconds allowed for the C(/server_info) request.
     type: float
     default: 10
-  validate_certs:
-    description:
-      - Verify the server's TLS certificate for C(https://) URLs.
-    type: bool
-    default: true
   log_facts:
     description:
       - The C(facts) of C(llmops.sglang.log_audit) for the current invocation of the server (keys used are

@@ -197,8 +197,9 @@ facts:
       description: C(The server is fired up and ready to roll!) was printed.
       type: bool
     fatal:
-      description: The first fatal error as C(class) (C(none), C(cuda_oom), C(no_kernel_image), C(python_exception) or
-        C(truncated_traceback)), C(message) (the exception line), C(line) and C(rank).
+      description: The first fatal error as C(class) (C(none), C(cuda_oom), C(no_kernel_image), C(python_exception),
+        C(truncated_traceback), C(port_in_use) (uvicorn could not bind the server port) or C(cli_argument_error) (argparse
+        rejected the command line)), C(message) (the exception or error line), C(line) and C(rank).
       type: dict
       sample: {"class": "python_exception", "message": "TypeError: cannot unpack non-iterable ForwardMetadata object",
                "line": 151, "rank": "TP7"}

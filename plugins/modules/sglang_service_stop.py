@@ -121,8 +121,6 @@ def main():
         supports_check_mode=True,
     )
     unit = module.params["unit"]
-    if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
-        module.fail_json(msg="unit %r is not a unit name; give a name like sglang-qwen.service" % unit)
     if module.params["timeout"] is not None and module.params["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds, got %s" % module.params["timeout"])
     try:

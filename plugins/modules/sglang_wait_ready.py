@@ -186,8 +186,6 @@ def main():
     )
     p = module.params
     unit = p["unit"]
-    if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
-        module.fail_json(msg="unit %r is not a unit name; give a name like sglang-qwen.service" % unit)
     if p["budget"] <= 0 or p["interval"] <= 0 or p["probe_timeout"] <= 0:
         module.fail_json(msg="budget, interval and probe_timeout must be positive (got %s, %s, %s)" % (p["budget"], p["interval"], p["probe_timeout"]))
     if not p["url"].startswith(("http://", "https://")):

@@ -378,3 +378,15 @@ def test_stop_in_check_mode_and_of_a_stopped_unit(tmp_path):
     out = r.stop_unit(UNIT, run=system.run, proc_root=str(empty))
     assert not out["changed"] and not system.stopped
     assert r.describe_stop(UNIT, out) == ""
+
+
+@pytest.mark.parametrize("unit", ["", None, "-x", "--all", "sglang qwen.service", "sglang-qwen.service\n"])
+def test_a_bad_unit_name_runs_no_command(unit):
+    clock = Clock()
+    system = FakeSystem(clock, [unit_state(clock)])
+    with pytest.raises(r.UnitError, match="is not a unit name; give a name like sglang-qwen.service"):
+        r.wait_ready(unit, URL, 60, 60, run=system.run, http=system.http, clock=clock, sleep=clock.sleep)
+    with pytest.raises(r.UnitError, match="is not a unit name"):
+        r.stop_unit(unit, run=system.run, clock=clock, sleep=clock.sleep)
+    assert system.calls == [] and not system.stopped
+    r.check_unit_name("sglang-qwen@0.service")  # a template instance is a unit name

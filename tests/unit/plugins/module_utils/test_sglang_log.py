@@ -469,6 +469,86 @@ def test_error_after_ready_fails_the_phase():
     assert facts["ready"] is True and facts["phase"] == "failed" and facts["fatal"]["rank"] == "TP3"
 
 
+# Startup failures that are no Python exception. uvicorn logs the bind error with SGLang's prefix; argparse
+# writes its usage and error to stderr without one.
+UVICORN_BIND = "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"
+USAGE = "usage: launch_server.py [-h] --model-path MODEL_PATH [--tokenizer-path TOKENIZER_PATH] [--host HOST] [--port PORT]"
+# what SGLang's warmup thread logs once it gives up on a server that never listened
+WARMUP_FAILED = ("[2025-03-08 12:31:29] Initialization failed. warmup error: Traceback (most recent call last):",
+                 '  File "/usr/local/lib/python3.12/dist-packages/requests/adapters.py", line 667, in send',
+                 "    resp = conn.urlopen(",
+                 "requests.exceptions.ConnectionError: HTTPConnectionPool(host='0.0.0.0', port=30000): Max retries exceeded "
+                 "with url: /get_model_info (Caused by NewConnectionError('Failed to establish a new connection: "
+                 "[Errno 111] Connection refused'))")
+
+
+def _start_without_uvicorn(shared_dir):
+    """001's start up to the point where uvicorn binds its port (the lines before "Uvicorn running")."""
+    data = _read(shared_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
+    return data[:data.index(b"[2025-03-08 12:29:29] INFO:     Uvicorn running")].decode("utf-8")
+
+
+@pytest.mark.parametrize("line", [
+    "[2025-03-08 12:29:29] " + UVICORN_BIND,
+    "Nov 30 12:29:29 gpu-node-1 python3[3207]: [2025-03-08 12:29:29] " + UVICORN_BIND,
+    "\x1b[31mERROR\x1b[0m:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use",
+    "ERROR:    [Errno 98] Address already in use",
+], ids=["sglang-prefix", "journald", "uvicorn-colours", "plain-strerror"])
+def test_port_in_use_is_fatal(shared_dir, line):
+    head = _start_without_uvicorn(shared_dir)
+    data = (head + line + "\n[2025-03-08 12:29:29] INFO:     Waiting for application shutdown.\n").encode("utf-8")
+    facts = audit_bytes(data)["facts"]
+    assert facts["fatal"]["class"] == "port_in_use" and facts["phase"] == "failed" and facts["ready"] is False
+    assert facts["fatal"]["line"] == head.count("\n") + 1 and facts["fatal"]["rank"] == "main"
+    assert facts["fatal"]["message"].startswith("ERROR:    [Errno 98] ") and facts["fatal"]["message"].endswith("ddress already in use")
+    # the start's facts are still there
+    assert (facts["kv_cache_dtype_configured"], facts["tp_size"], facts["max_total_num_tokens"]) == ("auto", 4, 46611)
+
+
+def test_port_in_use_stays_the_cause_after_the_warmup_gives_up(shared_dir):
+    data = _log(_start_without_uvicorn(shared_dir) + "[2025-03-08 12:29:29] " + UVICORN_BIND, *WARMUP_FAILED)
+    fatal = audit_bytes(data)["facts"]["fatal"]
+    assert fatal["class"] == "port_in_use" and "bind on address ('0.0.0.0', 30000)" in fatal["message"]
+    # without the bind error the warmup's exception is what the log shows
+    alone = audit_bytes(_log(*WARMUP_FAILED))["facts"]["fatal"]
+    assert alone["class"] == "python_exception" and alone["message"].startswith("requests.exceptions.ConnectionError: ")
+
+
+@pytest.mark.parametrize("error", [
+    "launch_server.py: error: unrecognized arguments: --foo",
+    "launch_server.py: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer",
+    "launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'bf16' (choose from 'auto', 'fp8_e5m2', 'fp8_e4m3')",
+    "launch_server.py: error: the following arguments are required: --model-path",
+])
+def test_rejected_command_line_is_fatal(error):
+    res = audit_bytes(_log("python3 -m sglang.launch_server --model-path /models/qwen --foo", USAGE, error))
+    facts = res["facts"]
+    assert facts["fatal"] == {"class": "cli_argument_error", "message": error, "line": 3, "rank": "main"}
+    assert facts["phase"] == "failed" and facts["starts"] == 0
+
+
+def test_look_alikes_of_the_startup_failures():
+    # an exception about the port stays a Python exception, as the answer key's classes say
+    exc = audit_bytes(_log("[2026-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):", *TB_FRAMES,
+                           "zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5757')"))["facts"]["fatal"]
+    assert exc["class"] == "python_exception" and exc["message"].startswith("zmq.error.ZMQError: Address already in use")
+    harmless = _log(USAGE,
+                    "[2026-04-14 16:08:44 TP1] Setup Custom allreduce failed with CUDART error: peer access is not supported",
+                    "[2026-01-01 00:00:00] INFO:     127.0.0.1:49534 - \"GET /get_model_info HTTP/1.1\" 200 OK",
+                    "[2026-01-01 00:00:00] WARNING:  Invalid HTTP request received.")
+    assert audit_bytes(harmless)["facts"]["fatal"]["class"] == "none"
+
+
+def test_prefilter_keeps_the_startup_failure_lines(shared_dir):
+    for data in (_log(_start_without_uvicorn(shared_dir) + "[2025-03-08 12:29:29] " + UVICORN_BIND),
+                 _log(USAGE, "launch_server.py: error: the following arguments are required: --model-path")):
+        noisy = _with_noise(data, every=5)
+        fast = audit_bytes(noisy)
+        assert fast["stats"]["inspected_lines"] < noisy.count(b"\n")
+        assert fast["facts"]["fatal"]["class"] in ("port_in_use", "cli_argument_error")
+        assert _comparable(fast, drop_ranks=True) == _comparable(_scan_everything(noisy), drop_ranks=True)
+
+
 # ----------------------------------------------------------------------------------------------
 # Rules and waivers
 

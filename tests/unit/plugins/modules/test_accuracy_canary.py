@@ -6,62 +6,30 @@
 import json
 import os
 import pathlib
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
 
 from ansible_collections.llmops.sglang.plugins.modules import accuracy_canary
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
-SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
-CKPT = ROOT / "tests" / "fixtures" / "checkpoints" / "qwen3.5-397b-a17b-nvfp4"
 KEY = "sk-canary-module-77aa"
+# a 32K context (so the 64K needle is skipped), fast enough for many needles
+SIM_ARGS = ["--context-length", "32768", "--sim-tokens-per-second", "400", "--sim-ttft-ms", "20"]
 # Real output of sglang.test.run_eval for gsm8k (sgl-project/sglang PR #17041).
 RUN_EVAL_OUTPUT = "100%|██████████| 1319/1319 [05:56<00:00,  3.70it/s]\nTotal latency: 357.066 s\nScore: 0.966\n"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_sim(tmp, extra=()):
-    port = free_port()
-    ckpt = tmp / "ckpt"
-    if not ckpt.exists():
-        shutil.copytree(CKPT, ckpt)
-    argv = [sys.executable, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b", "--port", str(port),
-            "--api-key", KEY, "--context-length", "32768", "--sim-load-seconds", "0.1", "--sim-warmup-seconds", "0.1",
-            "--sim-tokens-per-second", "400", "--sim-ttft-ms", "20"] + list(extra)
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = "http://127.0.0.1:%d" % port
-    end = time.time() + 20
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("simulator not ready")
 
 
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("canary-mod")
-    procs = [start_sim(tmp), start_sim(tmp, ["--sim-fault", "degrade_recall", "--sim-recall-depth", "0.5"])]
-    yield procs[0][1], procs[1][1]
-    for proc, _url in procs:
-        proc.terminate()
-        proc.wait(10)
+    servers = [Sim(tmp, SIM_ARGS, key=KEY), Sim(tmp, SIM_ARGS + ["--sim-fault", "degrade_recall", "--sim-recall-depth", "0.5"], key=KEY)]
+    yield servers[0].url, servers[1].url
+    for server in servers:
+        server.stop()
 
 
 def run(args, capsys):

@@ -6,23 +6,20 @@
 import json
 import os
 import pathlib
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 import xml.etree.ElementTree as ET
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
 
 from ansible_collections.llmops.sglang.plugins.modules import benchmark
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
-SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
-CKPT = ROOT / "tests" / "fixtures" / "checkpoints" / "qwen3.5-397b-a17b-nvfp4"
 KEY = "sk-bench-module-5e1f"
+# 100 tok/s for a request alone, 40 ms to the first token
+SIM_RATE = ["--sim-tokens-per-second", "100", "--sim-ttft-ms", "40"]
 # sglang 0.5.x bench_serving summary (real output, sgl-project/sglang PR #21405), printed by the stand-in below.
 SUMMARY = """\
 ============ Serving Benchmark Result ============
@@ -52,40 +49,11 @@ P99 ITL (ms):                            158.38
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_sim(tmp, extra=()):
-    port = free_port()
-    ckpt = tmp / "ckpt"
-    if not ckpt.exists():
-        shutil.copytree(CKPT, ckpt)
-    argv = [sys.executable, str(SIM), "--model-path", str(ckpt), "--served-model-name", "qwen3.5-397b",
-            "--port", str(port), "--api-key", KEY, "--sim-load-seconds", "0.1", "--sim-warmup-seconds", "0.1",
-            "--sim-tokens-per-second", "100", "--sim-ttft-ms", "40"] + list(extra)
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = "http://127.0.0.1:%d" % port
-    end = time.time() + 20
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("simulator not ready")
-
-
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
-    proc, url = start_sim(tmp_path_factory.mktemp("bench-sim"))
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    server = Sim(tmp_path_factory.mktemp("bench-sim"), SIM_RATE, key=KEY)
+    yield server.url
+    server.stop()
 
 
 def run(args, capsys):
@@ -122,7 +90,8 @@ def test_regression_fails_with_the_numbers(sim, capsys):
 
 
 def test_speculative_random_dataset_caveat(tmp_path, capsys):
-    proc, url = start_sim(tmp_path, ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3"])
+    server = Sim(tmp_path, SIM_RATE + ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3"], key=KEY)
+    url = server.url
     try:
         res = run({"url": url, "api_key": KEY, "concurrency": [1], "output_tokens": 4, "rounds": 1, "warmup_requests": 0}, capsys)
         assert res["speculative_algorithm"] == "EAGLE"  # SGLang runs (and reports) NEXTN as EAGLE
@@ -131,8 +100,7 @@ def test_speculative_random_dataset_caveat(tmp_path, capsys):
                       "rounds": 1, "warmup_requests": 0}, capsys)
         assert coding["caveats"] == [] and coding["ok"]
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.stop()
 
 
 def test_server_down_fails_without_traceback(capsys):

@@ -179,3 +179,27 @@ def test_unit_name_is_not_an_option(tmp_path, shared_dir, fakebin):
     res = run_module(tmp_path, {"unit": "--all"}, env=unit_env(fakebin, shared_dir / LOGS / READY))
     assert res["failed"] is True and "not a unit name" in res["msg"]
     assert not (fakebin / "systemctl.argv").exists()
+
+
+def test_port_in_use_is_reported_as_fatal(tmp_path, shared_dir):
+    # 001's start, but uvicorn finds the port taken instead of running
+    ready = (shared_dir / LOGS / READY).read_bytes()
+    head = ready[:ready.index(b"[2025-03-08 12:29:29] INFO:     Uvicorn running")]
+    bind = b"ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"
+    log = tmp_path / "server.log"
+    log.write_bytes(head + b"[2025-03-08 12:29:29] " + bind + b"\n[2025-03-08 12:29:29] INFO:     Waiting for application shutdown.\n")
+    res = run_module(tmp_path, {"path": str(log)})
+    assert not res.get("failed"), res.get("msg")
+    assert res["facts"]["fatal"] == {"class": "port_in_use", "message": bind.decode(), "line": head.count(b"\n") + 1, "rank": "main"}
+    assert res["facts"]["phase"] == "failed" and res["facts"]["ready"] is False
+
+
+def test_rejected_command_line_is_reported_as_fatal(tmp_path, fakebin):
+    log = tmp_path / "journal.txt"
+    log.write_text("usage: launch_server.py [-h] --model-path MODEL_PATH [--host HOST] [--port PORT]\n"
+                   "launch_server.py: error: unrecognized arguments: --foo\n")
+    res = run_module(tmp_path, {"unit": "sglang.service"}, env=unit_env(fakebin, log))
+    assert not res.get("failed"), res.get("msg")
+    assert res["facts"]["fatal"] == {"class": "cli_argument_error", "message": "launch_server.py: error: unrecognized arguments: --foo",
+                                     "line": 2, "rank": "main"}
+    assert res["facts"]["phase"] == "failed" and res["failed_rules"] == ["cli_argument_error"]

@@ -152,6 +152,14 @@ def test_stop_fails_when_a_process_survives(tmp_path, capsys, monkeypatch):
     assert "still running after the stop: pid 92" in out["msg"]
 
 
+def test_stop_rejects_an_option_as_unit(tmp_path, capsys, monkeypatch):
+    scripted = Scripted([state()])
+    scripted.proc_root = _proc(tmp_path, [])
+    out = run_module(sglang_service_stop, {"unit": "--all"}, capsys, monkeypatch, scripted)
+    assert out["failed"] is True and out["msg"] == "unit '--all' is not a unit name; give a name like sglang-qwen.service"
+    assert scripted.commands == []
+
+
 def test_stop_check_mode_does_not_stop(tmp_path, capsys, monkeypatch):
     scripted = Scripted([state()])
     scripted.proc_root = _proc(tmp_path, [93])
