@@ -541,15 +541,52 @@ def test_fault_ignore_sigterm_leaves_a_child_running(start, ckpt_fp8):
             pass
 
 
-def test_second_node_runs_its_ranks_without_http(start, ckpt_fp8):
-    extra = ["--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.77.0.11:5000"]
-    sim = start(ckpt_fp8, extra=extra)
-    sim.wait_line(GRAPH_END_RE, count=4)
+def two_node_args(rank, addr, tp="8"):
+    return ["--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", addr, "--tp-size", tp]
+
+
+def test_two_nodes_meet_at_the_dist_init_addr_and_only_node_0_serves(start, ckpt_fp8):
+    addr = "127.0.0.1:%d" % free_port()
+    # the second node first: it retries until node 0 listens, as torch's TCP store clients do
+    node1 = start(ckpt_fp8, extra=two_node_args(1, addr))
+    time.sleep(0.5)
+    node0 = start(ckpt_fp8, extra=two_node_args(0, addr))
+    wait_ready(node0)
+    node1.wait_line(GRAPH_END_RE, count=4)
     time.sleep(0.3)
-    assert sorted(r for r, _m in matching(sim.lines, LOAD_END_RE)) == [4, 5, 6, 7]
-    assert not matching(sim.lines, MAX_TOKENS_RE) and not matching(sim.lines, UVICORN_RE)
+    assert sorted(r for r, _m in matching(node1.lines, LOAD_END_RE)) == [4, 5, 6, 7]
+    assert sorted(r for r, _m in matching(node0.lines, LOAD_END_RE)) == [0, 1, 2, 3]
+    assert not matching(node1.lines, MAX_TOKENS_RE) and not matching(node1.lines, UVICORN_RE)
     with pytest.raises(urllib.error.URLError):
-        http(sim.port, "/health", timeout=1)
-    state = json.loads(sim.state_file.read_text())
-    assert (state["nnodes"], state["node_rank"], state["dist_init_addr"]) == (2, 1, "10.77.0.11:5000")
-    assert state["serves_http"] is False and state["ranks"] == [4, 5, 6, 7]
+        http(node1.port, "/health", timeout=1)
+    assert http(node0.port, "/health")[0] == 200
+    state0, state1 = (json.loads(n.state_file.read_text()) for n in (node0, node1))
+    assert (state1["nnodes"], state1["node_rank"], state1["dist_init_addr"]) == (2, 1, addr)
+    assert state1["serves_http"] is False and state1["ranks"] == [4, 5, 6, 7]
+    assert state0["serves_http"] is True and state0["rendezvous"]["joined"] == [1]
+    assert state1["rendezvous"]["joined"] == [0]
+
+
+def test_node_0_alone_times_out_waiting_for_the_others(start, ckpt_fp8):
+    node0 = start(ckpt_fp8, extra=two_node_args(0, "127.0.0.1:%d" % free_port()), env={"SGLANG_SIM_RENDEZVOUS_TIMEOUT": "0.5"})
+    assert node0.wait_exit() == 1
+    assert "torch.distributed.DistStoreError: Timed out after 0 seconds waiting for clients. 1/2 clients joined." in node0.lines
+    assert not matching(node0.lines, LOAD_END_RE)
+
+
+def test_a_node_without_node_0_times_out_connecting(start, ckpt_fp8):
+    port = free_port()
+    node1 = start(ckpt_fp8, extra=two_node_args(1, "127.0.0.1:%d" % port), env={"SGLANG_SIM_RENDEZVOUS_TIMEOUT": "1"})
+    assert node1.wait_exit() == 1
+    assert any("DistNetworkError" in line and "(127.0.0.1, %d)" % port in line for line in node1.lines), node1.lines[-5:]
+
+
+def test_node_0_refuses_a_node_with_another_layout(start, ckpt_fp8):
+    addr = "127.0.0.1:%d" % free_port()
+    env = {"SGLANG_SIM_RENDEZVOUS_TIMEOUT": "3"}
+    node0 = start(ckpt_fp8, extra=two_node_args(0, addr), env=env)
+    node1 = start(ckpt_fp8, extra=two_node_args(1, addr, tp="16"), env=env)
+    assert node1.wait_exit() == 1
+    assert any("refused node 1" in line and "--tp-size 8" in line for line in node1.lines), node1.lines[-5:]
+    assert node0.wait_exit() == 1
+    assert json.loads(node0.state_file.read_text())["rendezvous"]["refused"] == [1]

@@ -40,6 +40,10 @@ checkpoint's ``config.json`` / ``hf_quant_config.json`` and behaves like SGLang 
   (a fraction of the prompt) - the hook for accuracy-canary tests.
 * ``SGLANG_SIM_STATE_FILE``: a JSON file with the simulator's view (parsed arguments, resolved KV dtype,
   pool sizes, node layout, status, child pids), rewritten at start, when ready and at exit.
+* multi-node (``--nnodes N --node-rank R --dist-init-addr HOST:PORT``): like torch.distributed's TCP store, node 0
+  listens on PORT and waits for the other N-1 nodes, each of which connects to HOST:PORT (retrying) and reports its
+  rank, ``--nnodes`` and ``--tp-size``; node 0 refuses a mismatch. A node that waits longer than
+  ``--sim-rendezvous-timeout`` logs torch's timeout error and exits 1. The state file records who joined.
 * SIGTERM / SIGINT: logs the shutdown and exits 0.
 
 Every ``--sim-*`` option can also be set with an environment variable ``SGLANG_SIM_<NAME>`` (flags win).
@@ -101,6 +105,7 @@ SIM_OPTIONS = {
     "weight_gib": (float, 29.9, "weights per GPU"),
     "version": (str, "0.5.23", "version reported by /server_info"),
     "state_file": (str, None, "JSON file with the simulator's view"),
+    "rendezvous_timeout": (float, 60.0, "multi-node: how long the nodes wait for each other at --dist-init-addr"),
 }
 
 INIT_MEM_GIB = 1.2          # CUDA context + NCCL, "Init torch distributed ends. mem usage="
@@ -507,6 +512,7 @@ class Simulator(object):
             "nnodes": a.nnodes,
             "node_rank": a.node_rank,
             "dist_init_addr": a.dist_init_addr,
+            "rendezvous": getattr(self, "meeting", None),
             "kv_cache_dtype_flag": a.kv_cache_dtype,
             "kv_cache_dtype_resolved": getattr(self, "kv_string", None),
             "kv_torch_dtype": getattr(self, "kv_torch", None),
@@ -561,6 +567,8 @@ class Simulator(object):
         load = self.sim["load_seconds"]
         self.each_rank("Init torch distributed begin.")
         self.pause(0.03 * load if self.fault != "crash" else 0.02)
+        if a.nnodes > 1 and not self.rendezvous():
+            return 1
         self.each_rank("Init torch distributed ends. elapsed=%.2f s, mem usage=%.2f GB" % (0.03 * load, INIT_MEM_GIB))
         if self.fault == "crash":
             self.crash_traceback()
@@ -623,6 +631,69 @@ class Simulator(object):
             while True:
                 self.pause(3600)
         return self.serve()
+
+    def rendezvous(self):
+        """Meet the other nodes at --dist-init-addr; False (after logging torch's error) when that fails."""
+        a = self.args
+        host, _sep, port = (a.dist_init_addr or "").rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit():
+            self.log.write("ValueError: --dist-init-addr %r is not HOST:PORT (needed with --nnodes %d)\n" % (a.dist_init_addr, a.nnodes))
+            return False
+        me = {"node_rank": a.node_rank, "nnodes": a.nnodes, "tp_size": a.tp_size}
+        timeout = self.sim["rendezvous_timeout"]
+        deadline = time.time() + timeout
+        self.meeting = {"addr": a.dist_init_addr, "joined": [], "refused": []}
+        if a.node_rank == 0:
+            listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                listener.bind(("", int(port)))
+                listener.listen(16)
+                listener.settimeout(0.2)
+                while len(self.meeting["joined"]) < a.nnodes - 1:
+                    if self.stopping:
+                        raise Stop()
+                    if time.time() > deadline:
+                        self.log.write("torch.distributed.DistStoreError: Timed out after %d seconds waiting for clients. %d/%d clients joined.\n"
+                                       % (timeout, len(self.meeting["joined"]) + 1, a.nnodes))
+                        return False
+                    try:
+                        conn, _peer = listener.accept()
+                    except socket.timeout:
+                        continue
+                    with conn:
+                        conn.settimeout(5)
+                        peer = json.loads(conn.makefile().readline() or "{}")
+                        ok = (peer.get("nnodes"), peer.get("tp_size")) == (a.nnodes, a.tp_size) \
+                            and 0 < peer.get("node_rank", 0) < a.nnodes and peer["node_rank"] not in self.meeting["joined"]
+                        conn.sendall((json.dumps(dict(me, ok=ok)) + "\n").encode())
+                        self.meeting["joined" if ok else "refused"].append(peer.get("node_rank"))
+            finally:
+                listener.close()
+            self.write_state()
+            return True
+        while True:
+            if self.stopping:
+                raise Stop()
+            try:
+                with socket.create_connection((host, int(port)), timeout=2) as conn:
+                    conn.sendall((json.dumps(me) + "\n").encode())
+                    reply = json.loads(conn.makefile().readline() or "{}")
+                break
+            except (OSError, ValueError):
+                if time.time() > deadline:
+                    self.log.write("torch.distributed.DistNetworkError: The client socket has timed out after %ds while trying to "
+                                   "connect to (%s, %s).\n" % (timeout, host, port))
+                    return False
+                self.pause(0.5)
+        if not reply.get("ok"):
+            self.log.write("RuntimeError: node 0 at %s refused node %d: it runs --nnodes %s --tp-size %s, this node --nnodes %d --tp-size %d\n"
+                           % (a.dist_init_addr, a.node_rank, reply.get("nnodes"), reply.get("tp_size"), a.nnodes, a.tp_size))
+            return False
+        self.meeting["joined"] = [0]
+        self.write_state()
+        return True
 
     def serve(self):
         a = self.args
