@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 LAB_PROFILE ?= rtxpro6000x8
 SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
 
-.PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench clean
+.PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -37,7 +37,7 @@ lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml 
 	pip download -q --no-deps --only-binary=:all: -d $(LLMOPS_CACHE)/wheels/lab packaging==25.0
 	install -d $(ROOT)/.lab/run/lab1/root/opt/sglang/wheelhouse
 	cp $(LLMOPS_CACHE)/wheels/lab/*.whl $(ROOT)/.lab/run/lab1/root/opt/sglang/wheelhouse/
-	$(LAB) inventory $(ROOT)/.lab/inventory.yml
+	$(LAB) inventory $(ROOT)/.lab/inventory.yml sglang_servers lab1
 	ansible-playbook site.yml -i $(ROOT)/.lab/inventory.yml -i tests/lab/inventory/lab-vars.yml -e lab_root=$(ROOT)
 
 security-report: lab ## systemd-analyze security of the deployed unit on the lab host (target <= 4.0)
@@ -73,6 +73,10 @@ build-check: setup ## Build the collection, install it into an empty path, use i
 bench: security-report ## Benchmarks (printed numbers), after the lab's security report
 	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
 	python tests/bench/bench_sgl_kernel.py --repeat 3
+	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)
+
+bench-scale: setup ## Play time of site.yml on 1, 4 and 8 lab hosts (serial, forks, pipelining) and a 100-host projection
+	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)
 
 clean: lab-down
 	rm -rf build .lab tests/output
