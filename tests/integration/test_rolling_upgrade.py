@@ -1,0 +1,359 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Rolling upgrade behind a router: the real site.yml on 2 simulated GPU workers and 1 offline router host.
+
+The first run deploys both workers (serial, one at a time) and the router, which must spread a burst of
+concurrent requests over both. The second run changes the workers' configuration; the second worker's new
+configuration never becomes ready (the simulator's ``hang`` fault), so site.yml must roll that worker back
+and fail, while the first worker keeps the new configuration and the router keeps serving through both.
+"""
+
+import concurrent.futures
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import requests
+import yaml
+
+from conftest import ROOT, lab
+
+LAB_DIR = pathlib.Path(os.environ.get("LLMOPS_LAB_DIR", str(ROOT / ".lab")))
+CACHE = pathlib.Path(os.environ.get("LLMOPS_CACHE", str(ROOT / ".cache")))
+NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")
+PROFILE = "rtxpro6000x8"
+WORKERS = [("roll1", 111), ("roll2", 112)]
+ROUTER = ("rollr", 113)
+PORT = 30000
+# Test-only key: the workers require it, the router sends it to them and requires it from clients.
+API_KEY = "lab-rolling-key-3b9e71"
+AUTH = {"Authorization": "Bearer " + API_KEY}
+UNIT = "sglang-qwen"
+ARGV_RECORD = "/etc/sglang/%s.argv.json" % UNIT
+OLD_MRR, NEW_MRR = 32, 24
+BURST = 12
+RUNTIME_WHEEL = "packaging==25.0"
+COUNTER = re.compile(r"^sglang:num_requests_total\{[^}]*\} ([0-9.]+)$", re.M)
+
+
+def recap(output):
+    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+            for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)}
+
+
+def router_version():
+    with open(ROOT / "roles" / "router" / "defaults" / "main.yml", encoding="utf-8") as f:
+        return yaml.safe_load(f)["router_version"]
+
+
+def ensure_wheels():
+    """The wheelhouses both lab roles install from (fetched once on the controller, as make lab and molecule do)."""
+    py = str(ROOT / ".venv" / "bin" / "python")
+    lab_wheels = CACHE / "wheels" / "lab"
+    if not list(lab_wheels.glob("packaging-25.0-*.whl")):
+        subprocess.run([py, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(lab_wheels), RUNTIME_WHEEL],
+                       check=True, timeout=300)
+    router_wheels = CACHE / "wheels" / "router"
+    version = router_version()
+    if not list(router_wheels.glob("sglang_router-%s-*.whl" % version)):
+        subprocess.run([py, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--platform=manylinux2014_x86_64",
+                        "--python-version=3.11", "--implementation=cp", "--dest=%s" % router_wheels, "sglang-router==%s" % version],
+                       check=True, timeout=600)
+    return lab_wheels, router_wheels
+
+
+def boot(names):
+    """Boot the hosts in parallel; returns {name: address} from `lab list` (only our names)."""
+    procs = []
+    for name, index, profile in names:
+        argv = [str(ROOT / "tests" / "lab" / "bin" / "lab"), "up", name, str(index)] + ([profile] if profile else [])
+        procs.append((name, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    for name, proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, "lab up %s failed: %s%s" % (name, out, err)
+    wanted = {n for n, _i, _p in names}
+    listed = [json.loads(line) for line in lab("list").stdout.splitlines() if line.startswith("{")]
+    return {h["name"]: h["address"] for h in listed if h["name"] in wanted}
+
+
+def reachable(addresses, timeout=60):
+    """Wait until every host answers on port 22."""
+    end = time.monotonic() + timeout
+    for addr in addresses:
+        while True:
+            try:
+                socket.create_connection((addr, 22), 3).close()
+                break
+            except OSError as exc:
+                assert time.monotonic() < end, "%s:22 unreachable after %d s: %s" % (addr, timeout, exc)
+                time.sleep(1)
+
+
+def write_inventory(path, addresses, router_wheels, upgrade):
+    worker_vars = {
+        # A wildcard bind address: the router reaches each worker at its ansible_host.
+        "sglang_server_host": "0.0.0.0",
+        "sglang_server_port": PORT,
+        "sglang_server_max_running_requests": NEW_MRR if upgrade else OLD_MRR,
+        "sglang_server_environment": {"HF_HUB_OFFLINE": "1", "SGLANG_SIM_LOAD_SECONDS": "1"},
+        # Short budget for the upgrade: the failing worker's wait is what the run spends most on.
+        "sglang_server_ready_timeout": 20 if upgrade else 90,
+    }
+    hosts = {name: {"ansible_host": addresses[name]} for name, _i in WORKERS}
+    if upgrade:
+        # The second worker's new configuration never finishes warm-up: /health stays 503.
+        hosts[WORKERS[1][0]]["sglang_server_environment"] = dict(worker_vars["sglang_server_environment"], SGLANG_SIM_FAULT="hang")
+    inventory = {"all": {
+        "vars": {
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(LAB_DIR / "id_ed25519"),
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+            "sglang_server_api_key": API_KEY,
+        },
+        "children": {
+            "sglang_servers": {"hosts": hosts, "vars": worker_vars},
+            "routers": {
+                "hosts": {ROUTER[0]: {"ansible_host": addresses[ROUTER[0]]}},
+                "vars": {
+                    "router_pip_source": "wheelhouse",
+                    "router_pip_wheelhouse_src": str(router_wheels),
+                    # Workers are up before the router: short retry and health intervals keep the test fast.
+                    "router_worker_startup_check_interval": 2,
+                    "router_health_check_interval_secs": 2,
+                    "router_ready_timeout": 120,
+                    "router_verify_requests": 8,
+                },
+            },
+        },
+    }}
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+def site(inventory, extra, env, log):
+    """Run the real site.yml; its output is kept in LOG (under pytest's tmp_path) for a look after a failure."""
+    cmd = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "site.yml", "-i", str(inventory),
+           "-i", str(ROOT / "tests" / "lab" / "inventory" / "lab-vars.yml"), "-e", json.dumps(extra)]
+    t0 = time.monotonic()
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1200, check=False)
+    log.write_text(run.stdout + run.stderr)
+    return run, time.monotonic() - t0
+
+
+def served(urls):
+    """Each worker's own request counter (its /metrics, not the router's view)."""
+    counts = []
+    for url in urls:
+        text = requests.get(url + "/metrics", timeout=10).text
+        m = COUNTER.search(text)
+        assert m, "no sglang:num_requests_total in %s/metrics" % url
+        counts.append(int(float(m.group(1))))
+    return counts
+
+
+def burst(router_url, n=BURST):
+    """Concurrent completions through the router; random first words so no prefix pins them to one worker."""
+    def one(i):
+        body = {"model": "default", "prompt": "%d rolling check %d" % (random.randrange(10 ** 12), i), "max_tokens": 200}
+        return requests.post(router_url + "/v1/completions", json=body, headers=AUTH, timeout=60).status_code
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def spread(router_url, worker_urls):
+    before = served(worker_urls)
+    codes = burst(router_url)
+    after = served(worker_urls)
+    return codes, [a - b for a, b in zip(after, before)]
+
+
+def wait_router_healthy(router_url, worker_urls, timeout=60):
+    """The router's readiness and worker list once both workers are healthy again (or the last seen at timeout)."""
+    end = time.monotonic() + timeout
+    while True:
+        ready = requests.get(router_url + "/readiness", timeout=10)
+        workers = requests.get(router_url + "/workers", headers=AUTH, timeout=10).json().get("workers", [])
+        healthy = sorted(w["url"] for w in workers if w.get("is_healthy"))
+        if (ready.status_code == 200 and ready.json().get("healthy_workers") == 2 and healthy == sorted(worker_urls)) or time.monotonic() > end:
+            return ready, healthy
+        time.sleep(1)
+
+
+class Prober(threading.Thread):
+    """One small completion through the router every second while site.yml upgrades the workers behind it."""
+
+    def __init__(self, router_url):
+        super().__init__(daemon=True)
+        self.url, self.codes, self.times, self.halt = router_url + "/v1/completions", [], [], threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            self.times.append(time.strftime("%H:%M:%S"))
+            try:
+                body = {"model": "default", "prompt": "%d during the upgrade" % random.randrange(10 ** 12), "max_tokens": 4}
+                self.codes.append(str(requests.post(self.url, json=body, headers=AUTH, timeout=30).status_code))
+            except requests.RequestException as exc:
+                self.codes.append(type(exc).__name__)
+            self.halt.wait(1)
+
+
+def longest_failure_streak(codes):
+    longest = run = 0
+    for code in codes:
+        run = 0 if code == "200" else run + 1
+        longest = max(longest, run)
+    return longest
+
+
+def router_pid():
+    return int(lab("ssh", ROUTER[0], "systemctl show -p MainPID --value sglang-router").stdout)
+
+
+def process(name):
+    """The running server on a worker: argv record, unit state, main process command line and its SGLANG_SIM_ environment."""
+    script = ("set -e; cat %s; echo '@@'; systemctl is-active %s || true; pid=$(systemctl show -p MainPID --value %s); echo \"$pid\"; "
+              "echo '@@'; tr '\\0' '\\n' </proc/$pid/cmdline; echo '@@'; tr '\\0' '\\n' </proc/$pid/environ | grep '^SGLANG_SIM_' || true"
+              % (ARGV_RECORD, UNIT, UNIT))
+    out = lab("ssh", name, script).stdout
+    record, state, cmdline, environ = out.split("@@\n")
+    active, pid = state.split()
+    return {"record": json.loads(record), "active": active, "pid": int(pid),
+            "cmdline": cmdline.split(), "environ": environ.split()}
+
+
+def flag_value(args, flag):
+    return args[args.index(flag) + 1] if flag in args else None
+
+
+def server_info(url):
+    return requests.get(url + "/server_info", headers=AUTH, timeout=10).json()
+
+
+def test_rolling_upgrade_behind_router(tmp_path, ansible_env):
+    # SSH masters of this run only (ansible.cfg keeps them 60 s): none left from an earlier host on the same address.
+    control_dir = tempfile.mkdtemp(prefix="rollcp")
+    ansible_env = dict(ansible_env, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir)
+    names = [(n, i, PROFILE) for n, i in WORKERS] + [(ROUTER[0], ROUTER[1], None)]
+    lab_wheels, router_wheels = ensure_wheels()
+    for name, _i, _p in names:   # leftovers of an interrupted run of this test only
+        lab("down", name)
+    try:
+        addresses = boot(names)
+        assert sorted(addresses) == sorted(n for n, _i, _p in names), addresses
+        reachable(addresses.values())
+        # The router host reaches no index: only the lab subnet (its workers) stays routable.
+        route = subprocess.run(["ip", "-n", NETNS_PREFIX + ROUTER[0], "route", "show", "default"], capture_output=True, text=True, check=True)
+        if route.stdout.strip():
+            subprocess.run(["ip", "-n", NETNS_PREFIX + ROUTER[0], "route", "del", "default"], check=True)
+        route = subprocess.run(["ip", "-n", NETNS_PREFIX + ROUTER[0], "route", "show", "default"], capture_output=True, text=True, check=True)
+        assert route.stdout.strip() == "", route.stdout
+        for name, _i in WORKERS:   # the runtime's stand-in wheels, as `make lab` copies them in
+            house = LAB_DIR / "run" / name / "root" / "opt" / "sglang" / "wheelhouse"
+            house.mkdir(parents=True, exist_ok=True)
+            for whl in lab_wheels.glob("*.whl"):
+                shutil.copy(whl, house)
+        worker_urls = ["http://%s:%d" % (addresses[n], PORT) for n, _i in WORKERS]
+        router_url = "http://%s:%d" % (addresses[ROUTER[0]], PORT)
+        reports = tmp_path / "reports"
+        extra = {"lab_root": str(ROOT), "gpu_preflight_report_dir": str(reports), "audit_report_dir": str(reports),
+                 "benchmark_report_dir": str(reports)}
+
+        # 1. First deploy: both workers, then the router over both.
+        inventory = write_inventory(tmp_path / "deploy.yml", addresses, router_wheels, upgrade=False)
+        deploy, deploy_s = site(inventory, extra, ansible_env, tmp_path / "deploy.log")
+        print("\nsite.yml deploy: %.1f s" % deploy_s)
+        assert deploy.returncode == 0, deploy.stdout[-4000:] + deploy.stderr[-2000:]
+        first = recap(deploy.stdout)
+        assert sorted(first) == sorted(n for n, _i, _p in names) and all(r["failed"] == 0 for r in first.values()), first
+
+        ready = requests.get(router_url + "/readiness", timeout=10)
+        assert ready.status_code == 200 and ready.json()["healthy_workers"] == 2 and ready.json()["total_workers"] == 2, ready.text
+        assert requests.post(router_url + "/v1/completions", json={"model": "default", "prompt": "x", "max_tokens": 2}, timeout=30).status_code == 401
+        codes, per_worker = spread(router_url, worker_urls)
+        print("deploy burst through the router: %s of %d served per worker %s" % (codes.count(200), BURST, dict(zip(worker_urls, per_worker))))
+        assert codes == [200] * BURST, codes
+        assert min(per_worker) > 0 and sum(per_worker) == BURST, dict(zip(worker_urls, per_worker))
+
+        old = {n: process(n) for n, _i in WORKERS}
+        for name, _i in WORKERS:
+            assert old[name]["active"] == "active", old[name]
+            assert flag_value(old[name]["record"]["args"], "--max-running-requests") == str(OLD_MRR), old[name]["record"]
+            assert flag_value(old[name]["cmdline"], "--max-running-requests") == str(OLD_MRR), old[name]["cmdline"]
+
+        # 2. Upgrade: new max_running_requests on both; the second worker's new configuration never gets ready.
+        inventory = write_inventory(tmp_path / "upgrade.yml", addresses, router_wheels, upgrade=True)
+        router_before = router_pid()
+        prober = Prober(router_url)
+        prober.start()
+        try:
+            upgrade, upgrade_s = site(inventory, extra, ansible_env, tmp_path / "upgrade.log")
+        finally:
+            prober.halt.set()
+            prober.join()
+        print("site.yml upgrade (second worker fails readiness, rolled back): %.1f s" % upgrade_s)
+        print("requests through the router during the upgrade: %d, answers %s; not 200 at %s"
+              % (len(prober.codes), {c: prober.codes.count(c) for c in sorted(set(prober.codes))},
+                 [(t, c) for t, c in zip(prober.times, prober.codes) if c != "200"]))
+        out = upgrade.stdout
+        assert upgrade.returncode != 0, out[-4000:]
+        second = recap(out)
+        w1, w2 = WORKERS[0][0], WORKERS[1][0]
+        assert second[w1]["failed"] == 0 and second[w2]["failed"] >= 1, second
+        # The cause and the rollback, in the failing task's message (YAML output may fold long lines).
+        flat = re.sub(r"\s+", " ", out)
+        assert re.search(r"fatal: \[%s\]" % w2, out), out[-4000:]
+        assert re.search(r"%s\.service is not ready: timeout: not ready after \d+ s \(budget 20 s\), stuck in phase \w+; "
+                         r"http://127\.0\.0\.1:%d/health_generate answered HTTP 503" % (UNIT, PORT), flat), out[-4000:]
+        assert "Rolled back %s.service to the previous unit" % UNIT in flat and "it is ready again" in flat, out[-4000:]
+
+        new = {n: process(n) for n, _i in WORKERS}
+        # Worker 1 restarted with the new configuration and kept it.
+        assert new[w1]["active"] == "active" and new[w1]["pid"] != old[w1]["pid"], (old[w1], new[w1])
+        assert flag_value(new[w1]["record"]["args"], "--max-running-requests") == str(NEW_MRR), new[w1]["record"]
+        assert flag_value(new[w1]["cmdline"], "--max-running-requests") == str(NEW_MRR), new[w1]["cmdline"]
+        assert server_info(worker_urls[0])["max_running_requests"] == NEW_MRR
+        # Worker 2 was restarted (the failed attempt, then the rollback) and runs the old configuration again.
+        assert new[w2]["active"] == "active" and new[w2]["pid"] != old[w2]["pid"], (old[w2], new[w2])
+        assert flag_value(new[w2]["record"]["args"], "--max-running-requests") == str(OLD_MRR), new[w2]["record"]
+        assert "SGLANG_SIM_FAULT" not in new[w2]["record"]["environment"], new[w2]["record"]
+        assert flag_value(new[w2]["cmdline"], "--max-running-requests") == str(OLD_MRR), new[w2]["cmdline"]
+        assert not any(e.startswith("SGLANG_SIM_FAULT=") for e in new[w2]["environ"]), new[w2]["environ"]
+        assert server_info(worker_urls[1])["max_running_requests"] == OLD_MRR
+        for url in worker_urls:
+            assert requests.get(url + "/health", timeout=10).status_code == 200, url
+
+        # The router kept serving, the same process throughout: short outages at most (a worker is stopped while the
+        # router still routes to it), then both workers are healthy again and a burst reaches both.
+        assert router_pid() == router_before
+        assert len(prober.codes) >= 10, prober.codes
+        assert prober.codes.count("200") >= 0.9 * len(prober.codes) and prober.codes[-1] == "200", list(zip(prober.times, prober.codes))
+        assert longest_failure_streak(prober.codes) <= 2, list(zip(prober.times, prober.codes))
+        ready, healthy = wait_router_healthy(router_url, worker_urls)
+        assert ready.status_code == 200 and ready.json()["healthy_workers"] == 2, ready.text
+        assert healthy == sorted(worker_urls), healthy
+        # A worker whose requests failed during the upgrade may stay out of rotation while the router's circuit
+        # breaker is open (cb_timeout_duration_secs, 60 s by default) although it is listed healthy: bursts repeat until then.
+        t0 = time.monotonic()
+        while True:
+            codes, per_worker = spread(router_url, worker_urls)
+            print("%.0f s after the upgrade, burst through the router: %s of %d served per worker %s"
+                  % (time.monotonic() - t0, codes.count(200), BURST, dict(zip(worker_urls, per_worker))))
+            if min(per_worker) > 0 or time.monotonic() - t0 > 120:
+                break
+            time.sleep(5)
+        assert codes == [200] * BURST, codes
+        assert min(per_worker) > 0 and sum(per_worker) == BURST, dict(zip(worker_urls, per_worker))
+    finally:
+        for name, _i, _p in names:
+            lab("down", name, check=False)
+        shutil.rmtree(control_dir, ignore_errors=True)
+    assert not any((LAB_DIR / "run" / n).exists() for n, _i, _p in names)
