@@ -1,15 +1,12 @@
 import os
 import pathlib
-import subprocess
+import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-LAB = ROOT / "tests" / "lab" / "bin" / "lab"
-
-
-def lab(*args, check=True):
-    return subprocess.run([str(LAB), *args], check=check, capture_output=True, text=True, timeout=600)
+# The lab helpers (booting named hosts, wheelhouses, recaps) are shared with tests/bench.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lab"))
+from fleet import ROOT, lab  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 
 @pytest.fixture(scope="session")

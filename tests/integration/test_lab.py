@@ -2,9 +2,9 @@
 
 import json
 import os
-import re
 import subprocess
 
+import fleet
 from conftest import ROOT, lab
 
 SUBNET = os.environ.get("LLMOPS_LAB_SUBNET", "10.78.0")
@@ -34,11 +34,6 @@ PLAY = """
 """
 
 
-def recap(output):
-    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-            for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)}
-
-
 def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
     lab("down-all")
     try:
@@ -54,11 +49,11 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
                "-i", str(inventory), str(play)]
         first = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600, check=False)
         assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
-        first_recap = recap(first.stdout)
+        first_recap = fleet.parse_recap(first.stdout)
         assert len(first_recap) == 8 and all(r["changed"] == 1 and r["failed"] == 0 for r in first_recap.values()), first_recap
         second = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env, timeout=600, check=False)
         assert second.returncode == 0, second.stdout[-3000:]
-        second_recap = recap(second.stdout)
+        second_recap = fleet.parse_recap(second.stdout)
         assert len(second_recap) == 8 and all(r["changed"] == 0 and r["failed"] == 0 for r in second_recap.values()), second_recap
         # The transport really is SSH into the host's own network namespace.
         who = lab("ssh", "itest3", "hostname; ip -4 -o addr show eth0")

@@ -10,11 +10,7 @@ Uses the same fleet helper as tests/bench/bench_scale.py (tests/lab/fleet.py) an
 
 from __future__ import annotations
 
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lab"))
-import fleet  # noqa: E402  pylint: disable=wrong-import-position
+import fleet
 
 HOSTS = fleet.host_names("scale", 8)
 FIRST_INDEX = 121

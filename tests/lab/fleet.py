@@ -64,9 +64,10 @@ def down(names):
 
 
 def up(names, first_index, profile="rtxpro6000x8"):
-    """Boot NAME[i] at index first_index + i, in parallel; return the hosts' JSON lines from `lab up`."""
+    """Boot NAME[i] at index first_index + i (GPU profile, or none), in parallel; return the hosts' JSON lines from `lab up`."""
     down(names)   # a host left over from an interrupted run keeps its name: start clean
-    procs = [subprocess.Popen([str(LAB), "up", n, str(first_index + i), profile], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([str(LAB), "up", n, str(first_index + i)] + ([profile] if profile else []),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i, n in enumerate(names)]
     hosts, errors = [], []
     for n, p in zip(names, procs):
