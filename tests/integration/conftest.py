@@ -1,4 +1,3 @@
-import os
 import pathlib
 import sys
 
@@ -6,15 +5,11 @@ import pytest
 
 # The lab helpers (booting named hosts, wheelhouses, recaps) are shared with tests/bench.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lab"))
+import fleet  # noqa: E402  pylint: disable=wrong-import-position
 from fleet import ROOT, lab  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 
 @pytest.fixture(scope="session")
 def ansible_env():
-    env = dict(os.environ)
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "collections")
-    env["ANSIBLE_HOST_KEY_CHECKING"] = "false"
-    env["ANSIBLE_NOCOLOR"] = "1"
-    env["ANSIBLE_PIPELINING"] = "true"
-    env["ANSIBLE_FORKS"] = "16"
-    return env
+    """The repository's controller settings: forks 16, pipelining on."""
+    return fleet.ansible_env(16, True)

@@ -35,6 +35,11 @@ def test_site_rerun_on_eight_hosts_changes_nothing(tmp_path):
             again.output[-4000:]
         assert again.problems(HOSTS, rerun=True) == [], again.output[-4000:]
         assert {h: again.summary[h]["kv"] for h in HOSTS} == {h: "bf16" for h in HOSTS}
+        # Each host reports what it runs, read back from the host: one configuration everywhere, deployed then unchanged.
+        digests = {first.summary[h]["runs"].split()[0] for h in HOSTS}
+        assert len(digests) == 1 and digests != {"n/a"}, first.summary
+        assert {h: first.summary[h]["runs"] for h in HOSTS} == {h: "%s (deployed)" % min(digests) for h in HOSTS}
+        assert {h: again.summary[h]["runs"] for h in HOSTS} == {h: "%s (unchanged)" % min(digests) for h in HOSTS}
         # Ready per the play, and still answering on each host itself.
         assert {h: fleet.health(h) for h in HOSTS} == {h: 200 for h in HOSTS}
     finally:

@@ -37,9 +37,10 @@ LAB_DIR = pathlib.Path(os.environ.get("LLMOPS_LAB_DIR", ROOT / ".lab"))
 WHEELS = ("packaging==25.0",)
 
 RECAP_RE = re.compile(r"^(\S+)\s+:\s+(ok=\d+.*)$", re.M)
-# One summary row (playbooks/summary.yml): host, preflight, kv verdict, service state, benchmark.
+# One summary row (playbooks/summary.yml): host, preflight, kv verdict, service state, what it runs, benchmark.
 SUMMARY_RE = re.compile(r"^\s+(?P<host>\S+)\s+(?P<preflight>\S+)\s+(?P<kv>\S+)\s+"
-                        r"(?P<service>(?:ready|NOT READY|n/a)(?: after (?P<after>[\d.]+)s)?(?P<restarted>, restarted)?)\s+(?P<bench>\S.*)$",
+                        r"(?P<service>(?:ready|NOT READY|n/a)(?: after (?P<after>[\d.]+)s)?(?P<restarted>, restarted)?(?:, node \d+/\d+)?)\s+"
+                        r"(?P<runs>\S+(?: \([a-z ]+\))?)\s+(?P<bench>\S.*)$",
                         re.M)
 
 
@@ -157,7 +158,7 @@ def parse_summary(output):
     for m in SUMMARY_RE.finditer(output):
         if m.group("host") == "host":
             continue
-        rows[m.group("host")] = {"preflight": m.group("preflight"), "kv": m.group("kv"), "service": m.group("service"),
+        rows[m.group("host")] = {"preflight": m.group("preflight"), "kv": m.group("kv"), "service": m.group("service"), "runs": m.group("runs"),
                                  "ready_after": float(m.group("after")) if m.group("after") else None,
                                  "restarted": bool(m.group("restarted")), "line": m.group(0).strip()}
     return rows
