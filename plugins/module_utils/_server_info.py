@@ -187,12 +187,22 @@ def http_get(base, path, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=T
 
     The error of a non-2xx answer carries the status; its body is not returned.
     """
+    return http_call(base, path, "GET", None, api_key, timeout, validate_certs, use_proxy, max_bytes, accept)
+
+
+def http_call(base, path, method, payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True, use_proxy=True,
+              max_bytes=MAX_BODY_BYTES, accept="application/json"):
+    """http_get for any method; payload (JSON-serialisable, or None) is sent as a JSON body."""
     base, host, port = normalize_url(base)
     url = base + path
     headers = {"Accept": accept, "User-Agent": "llmops.sglang"}
     if api_key:
         headers["Authorization"] = "Bearer %s" % api_key
-    req = urlrequest.Request(url, headers=headers, method="GET")
+    data = None
+    if payload is not None:
+        data = json.dumps(payload).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+    req = urlrequest.Request(url, data=data, headers=headers, method=method)
     deadline = time.monotonic() + float(timeout)
     try:
         resp = _opener(base, validate_certs, use_proxy).open(req, timeout=float(timeout))

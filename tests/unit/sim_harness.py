@@ -55,3 +55,31 @@ class Sim(object):
             self.proc.kill()
             self.proc.wait(5)
         self.log.close()
+
+
+class Router(object):
+    """SGLang's real router (sglang-router, pinned in requirements.txt) on a free loopback port, in front of urls."""
+
+    def __init__(self, tmp, urls, key=None, extra=()):
+        self.port = free_port()
+        argv = [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(self.port),
+                "--worker-urls"] + list(urls) + ["--policy", "round_robin", "--prometheus-port", str(free_port()),
+                                                  "--log-level", "warn"] + list(extra)
+        if key:
+            argv += ["--api-key", key]
+        self.log = open(tmp / ("router-%d.log" % self.port), "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = "http://127.0.0.1:%d" % self.port
+        end = time.time() + 60
+        while time.time() < end:
+            try:
+                with urllib.request.urlopen(self.url + "/readiness", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            assert self.proc.poll() is None, "router exited early: %s" % (tmp / ("router-%d.log" % self.port)).read_text()[-2000:]
+            time.sleep(0.1)
+        raise AssertionError("router not ready")
+
+    stop = Sim.stop
