@@ -153,6 +153,17 @@ def parse_recap(output):
     return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))} for m in RECAP_RE.finditer(output)}
 
 
+def task_outcomes(output, name):
+    """{host: [ok|changed|skipping|failed|fatal, ...]} of every run of the task whose header contains name."""
+    outcomes = {}
+    for section in output.split("\nTASK [")[1:]:
+        header, _, body = section.partition("\n")
+        if name in header:
+            for state, host in re.findall(r"^(ok|changed|skipping|failed|fatal): \[([^\]]+)\]", body, re.M):
+                outcomes.setdefault(host, []).append(state)
+    return outcomes
+
+
 def parse_summary(output):
     rows = {}
     for m in SUMMARY_RE.finditer(output):

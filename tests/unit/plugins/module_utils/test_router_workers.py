@@ -180,3 +180,10 @@ def test_a_wrong_key_is_named(fleet, key, fix):
     assert fix in exc.value.message and "router_api_key" in exc.value.message
     assert "sk-wrong" not in exc.value.message
     assert two.url in listed(router)
+
+
+def test_the_tested_router_is_the_one_the_role_installs():
+    root = pathlib.Path(__file__).resolve().parents[4]
+    pins = dict(line.split("==") for line in (root / "requirements.txt").read_text().split() if "==" in line)
+    defaults = (root / "roles" / "router" / "defaults" / "main.yml").read_text()
+    assert 'router_version: "%s"' % pins["sglang-router"] in defaults
