@@ -93,7 +93,8 @@ class Router(object):
             status, body, _ctype = http_call(self.url, path, method, payload, self.api_key, self.timeout, self.validate_certs)
         except FetchError as exc:
             if exc.cls == "unauthorized":
-                exc.message = ("HTTP %d from %s%s: the router %s; set the router's key (the router role's router_api_key)"
+                exc.message = ("HTTP %d from %s%s: the router %s; api_key must be the router's --api-key (the router role's "
+                               "router_api_key, sglang_server_router_api_key for the server role)"
                                % (exc.http_status, self.url, path, "rejected the API key" if self.api_key else "requires an API key"))
             elif exc.cls == "not_found":
                 exc.message = ("HTTP 404 from %s%s: this router has no worker API; sglang-router 0.3 or later has it"

@@ -157,7 +157,7 @@ def task_outcomes(output, name):
     """{host: [ok|changed|skipping|failed|fatal, ...]} of every run of the task whose header contains name."""
     outcomes = {}
     for section in output.split("\nTASK [")[1:]:
-        header, _, body = section.partition("\n")
+        header, _sep, body = section.partition("\n")
         if name in header:
             for state, host in re.findall(r"^(ok|changed|skipping|failed|fatal): \[([^\]]+)\]", body, re.M):
                 outcomes.setdefault(host, []).append(state)

@@ -62,9 +62,9 @@ class Router(object):
 
     def __init__(self, tmp, urls, key=None, extra=()):
         self.port = free_port()
-        argv = [sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(self.port),
-                "--worker-urls"] + list(urls) + ["--policy", "round_robin", "--prometheus-port", str(free_port()),
-                                                  "--log-level", "warn"] + list(extra)
+        argv = ([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(self.port),
+                 "--worker-urls"] + list(urls)
+                + ["--policy", "round_robin", "--prometheus-port", str(free_port()), "--log-level", "warn"] + list(extra))
         if key:
             argv += ["--api-key", key]
         self.log = open(tmp / ("router-%d.log" % self.port), "w")

@@ -70,7 +70,7 @@ def test_in_flight_sums_running_and_queued_over_ranks():
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("router")
-    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics", "--sim-tokens-per-second", "100"]) for _ in range(2)]
+    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics", "--sim-tokens-per-second", "100"]) for _i in range(2)]
     router = Router(tmp, [s.url for s in sims], key=KEY)
     yield router, sims
     router.stop()
@@ -96,7 +96,7 @@ def test_leave_then_join_on_the_real_router(fleet):
     assert listed(router) == {one.url: True}
     # The router now sends everything to the other server.
     before = requests.get(two.url + "/metrics").text
-    for _ in range(4):
+    for _i in range(4):
         r = requests.post(router.url + "/v1/completions", headers={"Authorization": "Bearer " + KEY},
                           json={"model": "qwen3.5-397b", "prompt": "x", "max_tokens": 2}, timeout=30)
         assert r.status_code == 200
@@ -112,7 +112,7 @@ def test_leave_then_join_on_the_real_router(fleet):
 
 def running(sim, n):
     """Wait until n requests run on sim (the threads that send them may not have reached it yet)."""
-    for _ in range(100):
+    for _i in range(100):
         if rw.in_flight(parse_prometheus(requests.get(sim.url + "/metrics").text)["metrics"]) >= n:
             return
         time.sleep(0.05)
@@ -137,7 +137,7 @@ def test_drain_waits_for_the_requests_already_sent(fleet):
         r = requests.post(two.url + "/generate", headers={"Authorization": "Bearer " + KEY},
                           json={"text": "x", "sampling_params": {"max_new_tokens": 300}}, timeout=60)
         codes.append(r.status_code)
-    threads = [threading.Thread(target=ask) for _ in range(3)]
+    threads = [threading.Thread(target=ask) for _i in range(3)]
     for t in threads:
         t.start()
     try:

@@ -21,8 +21,8 @@ KEY = "sk-router-module-0c7a"
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("router-module")
-    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics"]) for _ in range(2)]
-    routers = [Router(tmp, [s.url for s in sims], key=KEY) for _ in range(2)]
+    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics"]) for _i in range(2)]
+    routers = [Router(tmp, [s.url for s in sims], key=KEY) for _i in range(2)]
     yield routers, sims
     for p in routers + sims:
         p.stop()
