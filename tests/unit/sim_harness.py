@@ -19,7 +19,36 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Sim(object):
+class _Served(object):
+    """A process that serves HTTP on loopback, started by a subclass; its log lies next to the test's files."""
+
+    def _start(self, argv, log_path, ready_path, seconds, what):
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = "http://127.0.0.1:%d" % self.port
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                with urllib.request.urlopen(self.url + ready_path, timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            assert self.proc.poll() is None, "%s exited early: %s" % (what, log_path.read_text()[-2000:])
+            time.sleep(0.05)
+        raise AssertionError("%s not ready after %d s" % (what, seconds))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.log.close()
+
+
+class Sim(_Served):
     """The simulator on a free loopback port, with a copy of the lab checkpoint."""
 
     def __init__(self, tmp, extra=(), key=None):
@@ -32,32 +61,10 @@ class Sim(object):
                 "--sim-warmup-seconds", "0.1"] + list(extra)
         if key:
             argv += ["--api-key", key]
-        self.log = open(tmp / ("sim-%d.log" % self.port), "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = "http://127.0.0.1:%d" % self.port
-        end = time.time() + 20
-        while time.time() < end:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert self.proc.poll() is None, "simulator exited early"
-            time.sleep(0.05)
-        raise AssertionError("simulator not ready")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.log.close()
+        self._start(argv, tmp / ("sim-%d.log" % self.port), "/health", 20, "simulator")
 
 
-class Router(object):
+class Router(_Served):
     """SGLang's real router (sglang-router, pinned in requirements.txt) on a free loopback port, in front of urls."""
 
     def __init__(self, tmp, urls, key=None, extra=()):
@@ -67,19 +74,4 @@ class Router(object):
                 + ["--policy", "round_robin", "--prometheus-port", str(free_port()), "--log-level", "warn"] + list(extra))
         if key:
             argv += ["--api-key", key]
-        self.log = open(tmp / ("router-%d.log" % self.port), "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = "http://127.0.0.1:%d" % self.port
-        end = time.time() + 60
-        while time.time() < end:
-            try:
-                with urllib.request.urlopen(self.url + "/readiness", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert self.proc.poll() is None, "router exited early: %s" % (tmp / ("router-%d.log" % self.port)).read_text()[-2000:]
-            time.sleep(0.1)
-        raise AssertionError("router not ready")
-
-    stop = Sim.stop
+        self._start(argv, tmp / ("router-%d.log" % self.port), "/readiness", 60, "router")
