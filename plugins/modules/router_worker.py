@@ -20,10 +20,10 @@ description:
     O(drain_timeout) seconds, until the server's own gauges (C(sglang:num_running_reqs) and
     C(sglang:num_queue_reqs) of C(/metrics)) show no request left, so a restart cuts none.
   - With O(state=present) the server is added to each router of O(routers) that does not list it, and the task
-    waits until every router lists it healthy. Pass the RV(routers) that a removal returned with
-    RV(routers[].action=removed), so a server goes back only where it was.
-  - A router that does not answer (connection refused, unreachable) routes nothing, so it is skipped with a
-    warning. A router that answers with an error fails the task with the cause and the fix.
+    waits until every router lists it healthy. This also heals a rollout interrupted between the two.
+  - A router that does not answer (connection refused, unreachable) routes nothing, so it is skipped, with a
+    warning when taking the server out (when putting it in, a router that starts later takes its workers from
+    its command line). A router that answers with an error fails the task with the cause and the fix.
   - The same URL spelled differently (host case, default port) is the same worker.
 author:
   - llmops maintainers (@llmops)
@@ -100,9 +100,9 @@ EXAMPLES = r"""
     drain_timeout: 600
   register: left
 
-- name: Put it back where it was, once it serves again
+- name: Put it back once it serves again
   llmops.sglang.router_worker:
-    routers: "{{ left.routers | selectattr('action', 'equalto', 'removed') | map(attribute='router') | list }}"
+    routers: [http://10.0.0.5:30000]
     worker_url: http://10.0.0.11:30000
     api_key: "{{ sglang_server_api_key }}"
     state: present
@@ -207,7 +207,7 @@ def main():
             else:
                 res = join(router, p["worker_url"], key, p["timeout"], module.check_mode)
             result["routers"].append(res)
-            if res["action"] == "down":
+            if res["action"] == "down" and p["state"] == "absent":
                 module.warn("skipped router %s: %s" % (router.url, res["message"]))
             if res["action"] == "removed" and res["healthy_left"] == 0:
                 module.warn("%s has no other healthy worker: it answers errors until %s is back" % (router.url, p["worker_url"]))
