@@ -129,7 +129,7 @@ def _until(check, timeout, interval, clock, sleep):
 
 
 def leave(router, url, timeout=30.0, check_mode=False, interval=0.5, clock=time.monotonic, sleep=time.sleep):
-    """Take the server at url out of one router: {router, action, workers_left, healthy_left}.
+    """Take the server at url out of one router: {router, action, worker_ids, healthy_left}.
 
     action: "removed", "absent" (it was not listed), "down" (the router does not answer: it routes nothing).
     """
@@ -184,7 +184,7 @@ def join(router, url, worker_api_key=None, timeout=60.0, check_mode=False, inter
 
     mine = _until(healthy, timeout, interval, clock, sleep)
     if not mine:
-        raise RouterError("%s did not list %s as a healthy worker within %ss of adding it: check that the router reaches "
+        raise RouterError("%s did not list %s as a healthy worker within %ss: check that the router reaches "
                           "it (its address and port from the router host) and the router's log" % (router.url, url, timeout))
     result["worker_ids"] = [w["id"] for w in mine]
     return result
