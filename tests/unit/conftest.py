@@ -1,11 +1,9 @@
 """Test set-up shared by every unit test.
 
 Makes ``ansible_collections.llmops.sglang`` importable from a clone (collections/ holds a link to
-the tree) and locates the shared reference fixtures (``../shared`` next to the clone, or
-``$LLMOPS_SHARED``).
+the tree) and names the fixtures folder: every test input lives in ``tests/fixtures``.
 """
 
-import os
 import pathlib
 import sys
 
@@ -17,19 +15,6 @@ if (_COLLECTIONS / "ansible_collections" / "llmops" / "sglang").exists():
     sys.path.insert(0, str(_COLLECTIONS))
 
 FIXTURES = ROOT / "tests" / "fixtures"
-
-
-def _shared_dir():
-    return pathlib.Path(os.environ.get("LLMOPS_SHARED", ROOT.parent / "shared"))
-
-
-@pytest.fixture(scope="session")
-def shared_dir():
-    """The shared reference material; a missing copy is an error, never a skip."""
-    path = _shared_dir()
-    if not (path / "fixtures").is_dir():
-        pytest.fail(f"shared fixtures not found at {path}: set LLMOPS_SHARED to the shared/ directory")
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The lab's SGLang simulator, run as a real subprocess on a loopback port.
 
-Log lines are checked with regexes that are first proven against the real SGLang logs in the shared
-fixtures, so the simulator has to print what SGLang prints, not what these tests expect.
+Log lines are checked with regexes that are first proven against the real SGLang logs in
+tests/fixtures, so the simulator has to print what SGLang prints, not what these tests expect.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def matching(lines, regex):
 
 
 @pytest.fixture(scope="module")
-def real_logs(shared_dir):
-    logs = shared_dir / "fixtures" / "sglang-logs"
+def real_logs(fixtures_dir):
+    logs = fixtures_dir / "sglang-logs"
     return {p.name[:3]: p.read_text(encoding="utf-8").splitlines() for p in logs.glob("*.log")}
 
 

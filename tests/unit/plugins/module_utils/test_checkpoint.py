@@ -22,8 +22,8 @@ def ckpt_dir(fixtures_dir):
 
 
 @pytest.fixture
-def quant_dir(shared_dir):
-    return shared_dir / "fixtures" / "quant-configs"
+def quant_dir(fixtures_dir):
+    return fixtures_dir / "quant-configs"
 
 
 @pytest.fixture

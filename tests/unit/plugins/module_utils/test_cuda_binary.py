@@ -173,8 +173,8 @@ def test_sorted_archs_orders_by_number():
     assert cb.sorted_archs(["sm_120a", "sm_90a", "sm_100a", "sm_120a", "sm_80"]) == ["sm_80", "sm_90a", "sm_100a", "sm_120a"]
 
 
-def test_gpu_code_lists_of_two_toolkits(shared_dir, fixtures_dir):
-    cuda128 = cb.parse_gpu_code_list((shared_dir / "fixtures" / "gpu-outputs" / "37-nvcc-12.8-list-gpu-code-sm120.txt").read_text())
+def test_gpu_code_lists_of_two_toolkits(fixtures_dir):
+    cuda128 = cb.parse_gpu_code_list((fixtures_dir / "gpu-outputs" / "37-nvcc-12.8-list-gpu-code-sm120.txt").read_text())
     cuda130 = cb.parse_gpu_code_list((fixtures_dir / "cuobjdump" / "nvcc-13.0-list-gpu-code.txt").read_text())
     # The echoed command line is not an arch; nvcc lists base archs only.
     assert all(a.startswith("sm_") and a[-1].isdigit() for a in cuda128 + cuda130)

@@ -22,8 +22,8 @@ LAB_GPU = ROOT / "tests" / "lab" / "gpu"
 
 
 @pytest.fixture(scope="module")
-def gpu_out(shared_dir):
-    base = shared_dir / "fixtures" / "gpu-outputs"
+def gpu_out(fixtures_dir):
+    base = fixtures_dir / "gpu-outputs"
     return lambda prefix: next(base.glob(prefix + "-*.txt")).read_text()
 
 

@@ -22,15 +22,15 @@ def arch397(fixtures_dir):
     return _arch(fixtures_dir, LAB)
 
 
-def _pool_lines(shared_dir, name):
+def _pool_lines(fixtures_dir, name):
     """Parsed 'KV Cache is allocated' lines of one real log, in order."""
-    with open(shared_dir / "fixtures" / "sglang-logs" / name, encoding="utf-8") as fh:
+    with open(fixtures_dir / "sglang-logs" / name, encoding="utf-8") as fh:
         parsed = [kb.parse_kv_pool_line(line) for line in fh]
     return [p for p in parsed if p]
 
 
-def _mamba_line(shared_dir, name):
-    with open(shared_dir / "fixtures" / "sglang-logs" / name, encoding="utf-8") as fh:
+def _mamba_line(fixtures_dir, name):
+    with open(fixtures_dir / "sglang-logs" / name, encoding="utf-8") as fh:
         for line in fh:
             if "Mamba Cache is allocated." in line:
                 fields = line.split("Mamba Cache is allocated.")[1]
@@ -108,9 +108,9 @@ def test_mamba_dtype_comes_from_config_unless_overridden(arch397):
     assert kb.plan(arch397, 8, "bf16", mamba_ssm_dtype="bfloat16")["mamba_bytes_per_slot_per_gpu"] == 12211200
 
 
-def test_mamba_matches_real_log_005(fixtures_dir, shared_dir):
+def test_mamba_matches_real_log_005(fixtures_dir):
     # Qwen3.5-9B at TP2; the pool holds max_mamba_cache_size + 1 slots (one padding slot).
-    slots, conv_gb, ssm_gb = _mamba_line(shared_dir, "005-qwen3.5-9b-hybrid-mamba-tp2-rtx4090-2026-04.log")
+    slots, conv_gb, ssm_gb = _mamba_line(fixtures_dir, "005-qwen3.5-9b-hybrid-mamba-tp2-rtx4090-2026-04.log")
     slot = kb.mamba_slot(_arch(fixtures_dir, "qwen3.5-9b"), 2, "float32")
     assert round((slots + 1) * slot["ssm_bytes_per_slot_per_gpu"] / kb.GIB, 2) == ssm_gb
     assert round((slots + 1) * slot["conv_bytes_per_slot_per_gpu"] / kb.GIB, 2) == conv_gb
@@ -183,8 +183,8 @@ def test_page_size_alignment(arch397):
 # --- reverse inference from real 'KV Cache is allocated' lines --------------------------------
 
 
-def test_qwq32b_tp4_log_001_is_bf16(fixtures_dir, shared_dir):
-    pools = _pool_lines(shared_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
+def test_qwq32b_tp4_log_001_is_bf16(fixtures_dir):
+    pools = _pool_lines(fixtures_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
     assert len(pools) == 4 and pools[0] == {"tokens": 46611, "dtype": None, "k_gb": 1.42, "v_gb": 1.42}
     arch = _arch(fixtures_dir, "qwq-32b")
     observed = kb.plan(arch, 4, "auto", auto_dtype="bfloat16", observed_pool=pools[0])["observed"]
@@ -197,37 +197,37 @@ def test_qwq32b_tp4_log_001_is_bf16(fixtures_dir, shared_dir):
     assert any("not running the KV dtype" in w for w in wrong["warnings"])
 
 
-def test_qwen35_9b_tp2_log_005_is_bf16(fixtures_dir, shared_dir):
-    pools = _pool_lines(shared_dir, "005-qwen3.5-9b-hybrid-mamba-tp2-rtx4090-2026-04.log")
+def test_qwen35_9b_tp2_log_005_is_bf16(fixtures_dir):
+    pools = _pool_lines(fixtures_dir, "005-qwen3.5-9b-hybrid-mamba-tp2-rtx4090-2026-04.log")
     assert {p["tokens"] for p in pools} == {327310}
     observed = kb.infer_kv_dtype(pools[0], kb.kv_cell(_arch(fixtures_dir, "qwen3.5-9b"), 2, "bf16"))
     assert observed["inferred_kv_dtype"] == "bfloat16"
     assert observed["layers"] == 8
 
 
-def test_raw_log_line_is_accepted(fixtures_dir, shared_dir):
-    with open(shared_dir / "fixtures" / "sglang-logs" / "001-qwq32b-tp4-l4-ready-2025-03.log") as fh:
+def test_raw_log_line_is_accepted(fixtures_dir):
+    with open(fixtures_dir / "sglang-logs" / "001-qwq32b-tp4-l4-ready-2025-03.log") as fh:
         line = next(x for x in fh if "KV Cache is allocated" in x)
     observed = kb.plan(_arch(fixtures_dir, "qwq-32b"), 4, "bf16", observed_pool=line)["observed"]
     assert observed["tokens"] == 46611 and observed["inferred_kv_dtype"] == "bfloat16"
 
 
-def test_zero_gb_pool_is_indeterminate(fixtures_dir, shared_dir):
+def test_zero_gb_pool_is_indeterminate(fixtures_dir):
     # 033: one-layer benchmark, 4096 tokens print as 0.00 GB.
-    pools = _pool_lines(shared_dir, "033-h100-gpt-oss-20b-bench-one-batch-fp8-e5m2-kv-2025-09.log")
+    pools = _pool_lines(fixtures_dir, "033-h100-gpt-oss-20b-bench-one-batch-fp8-e5m2-kv-2025-09.log")
     observed = kb.infer_kv_dtype(pools[0], kb.kv_cell(_arch(fixtures_dir, "qwq-32b"), 1, "fp8_e5m2"))
     assert observed["inferred_kv_dtype"] is None and "0.00 GB" in observed["note"]
 
 
-def test_pool_without_token_count_is_a_clean_error(fixtures_dir, shared_dir):
-    pools = _pool_lines(shared_dir, "015-jetson-qwen2-old-kv-line-format-2025-03.log")
+def test_pool_without_token_count_is_a_clean_error(fixtures_dir):
+    pools = _pool_lines(fixtures_dir, "015-jetson-qwen2-old-kv-line-format-2025-03.log")
     assert pools[0]["tokens"] is None and pools[0]["k_gb"] == 24.48
     with pytest.raises(kb.BudgetError, match="no #tokens"):
         kb.infer_kv_dtype(pools[0], kb.kv_cell(_arch(fixtures_dir, "qwq-32b"), 1, "bf16"))
 
 
-def test_mla_pool_line_parses_combined_size(shared_dir):
-    pools = _pool_lines(shared_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log")
+def test_mla_pool_line_parses_combined_size(fixtures_dir):
+    pools = _pool_lines(fixtures_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log")
     assert len(pools) == 8 and pools[0] == {"tokens": 3262823, "dtype": None, "kv_gb": 186.77}
 
 

@@ -58,9 +58,9 @@ def by_name(result):
     return {s["name"]: s for s in result["signals"]}
 
 
-def real_log_facts(shared_dir, name):
+def real_log_facts(fixtures_dir, name):
     """Facts read straight from a real log's lines (pool lines through _kv_budget's parser)."""
-    text = (shared_dir / "fixtures" / "sglang-logs" / name).read_text(encoding="utf-8")
+    text = (fixtures_dir / "sglang-logs" / name).read_text(encoding="utf-8")
     eff = re.search(r"Using KV cache dtype: (torch\.\w+)", text)
     kv_pools = []
     for line in text.splitlines():
@@ -102,9 +102,9 @@ def test_auto_with_fp8_checkpoint_fails_on_the_server_alone(ckpts):
     assert "FP8 E4M3" in res["message"] and res["message"].startswith("KV cache guard failed")
 
 
-def test_auto_with_fp8_checkpoint_and_a_real_fp8_log(ckpts, shared_dir):
+def test_auto_with_fp8_checkpoint_and_a_real_fp8_log(ckpts, fixtures_dir):
     # the RTX PRO 6000 (SM120) log: FP8 KV with the no-scales warning
-    log = real_log_facts(shared_dir, "010-rtxpro6000-sm120-fp8kv-no-kernel-image-2026-05.log")
+    log = real_log_facts(fixtures_dir, "010-rtxpro6000-sm120-fp8kv-no-kernel-image-2026-05.log")
     res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["fp8"], "log_facts": log})
     sig = by_name(res)
     assert sig["log_dtype"]["verdict"] == "fp8" and "torch.float8_e4m3fn" in sig["log_dtype"]["evidence"]
@@ -165,9 +165,9 @@ def test_auto_with_a_checkpoint_without_kv_quant_is_bf16(ckpts):
     assert res["verdict"] == "bf16" and res["available_signals"] == 3 and res["passed"]
 
 
-def test_real_bf16_hybrid_log_pool_arithmetic(ckpts, shared_dir):
+def test_real_bf16_hybrid_log_pool_arithmetic(ckpts, fixtures_dir):
     # Qwen3.5-9B at TP2 on two RTX 4090: K size 2.50 GB for 327310 tokens = 2 bytes per element
-    log = real_log_facts(shared_dir, "005-qwen3.5-9b-hybrid-mamba-tp2-rtx4090-2026-04.log")
+    log = real_log_facts(fixtures_dir, "005-qwen3.5-9b-hybrid-mamba-tp2-rtx4090-2026-04.log")
     assert log["tp_size"] is None  # the excerpt has no ServerArgs dump
     res = kg.evaluate({"checkpoint": ckpts["9b"], "log_facts": log, "tp_size": 2, "min_signals": 2})
     sig = by_name(res)
@@ -180,8 +180,8 @@ def test_real_bf16_hybrid_log_pool_arithmetic(ckpts, shared_dir):
     assert by_name(res)["pool_bytes"]["verdict"] == "unknown" and "tp_size unknown" in by_name(res)["pool_bytes"]["evidence"]
 
 
-def test_real_qwq_log_counts_the_checkpoint_for_auto(ckpts, shared_dir):
-    log = real_log_facts(shared_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
+def test_real_qwq_log_counts_the_checkpoint_for_auto(ckpts, fixtures_dir):
+    log = real_log_facts(fixtures_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
     assert log["kv_cache_dtype_configured"] == "auto" and log["tp_size"] == 4
     res = kg.evaluate({"checkpoint": ckpts["qwq"], "log_facts": log})
     sig = by_name(res)
@@ -276,9 +276,9 @@ def test_pool_needs_the_architecture(ckpts):
     assert "set checkpoint" in by_name(res)["pool_bytes"]["evidence"]
 
 
-def test_pool_lines_without_token_counts_are_skipped(ckpts, shared_dir):
+def test_pool_lines_without_token_counts_are_skipped(ckpts, fixtures_dir):
     # the old pool line format (no #tokens) of a Jetson log
-    log = real_log_facts(shared_dir, "015-jetson-qwen2-old-kv-line-format-2025-03.log")
+    log = real_log_facts(fixtures_dir, "015-jetson-qwen2-old-kv-line-format-2025-03.log")
     log["kv_pools"] = log["kv_pools"] or [{"rank": "main", "tokens": None, "k_gb": 0.5}]
     res = kg.evaluate({"checkpoint": ckpts["9b"], "log_facts": log, "tp_size": 1})
     assert by_name(res)["pool_bytes"]["verdict"] == "unknown"

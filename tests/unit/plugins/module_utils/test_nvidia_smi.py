@@ -1,4 +1,4 @@
-"""Parsers of _nvidia_smi on real captured outputs: the shared fixtures (RTX PRO 6000, RTX 5090, B200, B300,
+"""Parsers of _nvidia_smi on real captured outputs: tests/fixtures/gpu-outputs (RTX PRO 6000, RTX 5090, B200, B300,
 failure texts) and the H200 captures under tests/fixtures/gpu."""
 
 import os
@@ -10,8 +10,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi a
 
 
 @pytest.fixture(scope="module")
-def gpu_out(shared_dir):
-    base = shared_dir / "fixtures" / "gpu-outputs"
+def gpu_out(fixtures_dir):
+    base = fixtures_dir / "gpu-outputs"
 
     def read(prefix):
         matches = sorted(base.glob(prefix + "-*.txt"))

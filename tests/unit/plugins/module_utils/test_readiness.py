@@ -90,9 +90,9 @@ def wait(system, clock, budget=60, timeout=None, **kw):
 
 
 @pytest.fixture
-def logs(shared_dir):
+def logs(fixtures_dir):
     def read(name):
-        return (shared_dir / "fixtures" / "sglang-logs" / name).read_bytes()
+        return (fixtures_dir / "sglang-logs" / name).read_bytes()
     return read
 
 

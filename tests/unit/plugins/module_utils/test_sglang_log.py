@@ -2,12 +2,13 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of the SGLang log parser against the real logs of the shared answer key."""
+"""Tests of the SGLang log parser against the real logs of tests/fixtures/sglang-logs and their answer key."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import pathlib
 import re
 import tracemalloc
 
@@ -26,34 +27,25 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import (
     build_rules,
 )
 
-LOGS = "fixtures/sglang-logs"
+LOGS = "sglang-logs"
 
 
-def _expected(shared_dir):
-    return json.loads((shared_dir / LOGS / "expected.json").read_text(encoding="utf-8"))
+def _expected(fixtures_dir):
+    return json.loads((fixtures_dir / LOGS / "expected.json").read_text(encoding="utf-8"))
 
 
-def _shared_root():
-    # parametrize runs before fixtures exist: locate ../shared the way conftest does
-    import os
-    import pathlib
-    root = pathlib.Path(__file__).resolve().parents[4]
-    return pathlib.Path(os.environ.get("LLMOPS_SHARED", root.parent / "shared"))
-
-
-try:
-    ANSWERS = json.loads((_shared_root() / LOGS / "expected.json").read_text(encoding="utf-8"))
-except OSError:  # the shared_dir fixture reports the missing directory as an error
-    ANSWERS = []
+# parametrize runs before fixtures exist: read the answer key from the tree directly
+FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "fixtures"
+ANSWERS = json.loads((FIXTURES / LOGS / "expected.json").read_text(encoding="utf-8"))
 ANSWER_IDS = [a["file"][:3] for a in ANSWERS]
 
 
-def _read(shared_dir, name):
-    return (shared_dir / LOGS / name).read_bytes()
+def _read(fixtures_dir, name):
+    return (fixtures_dir / LOGS / name).read_bytes()
 
 
-def _all_logs(shared_dir):
-    return [(a["file"], _read(shared_dir, a["file"])) for a in _expected(shared_dir)]
+def _all_logs(fixtures_dir):
+    return [(a["file"], _read(fixtures_dir, a["file"])) for a in _expected(fixtures_dir)]
 
 
 def _comparable(result, drop_ranks=False):
@@ -122,8 +114,8 @@ def _check_kv_alloc(expected, facts):
 
 
 @pytest.mark.parametrize("answer", ANSWERS, ids=ANSWER_IDS)
-def test_answer_key(shared_dir, answer):
-    path = shared_dir / LOGS / answer["file"]
+def test_answer_key(fixtures_dir, answer):
+    path = fixtures_dir / LOGS / answer["file"]
     data = path.read_bytes()
     assert len(data) == answer["bytes"] and hashlib.sha256(data).hexdigest() == answer["sha256"], "fixture changed"
     facts = audit_path(str(path))["facts"]
@@ -134,8 +126,8 @@ def test_answer_key(shared_dir, answer):
     _check_kv_alloc(answer["kv_alloc"], facts)
 
 
-def test_answer_key_is_complete(shared_dir):
-    assert len(_expected(shared_dir)) == 11 == len(ANSWERS)
+def test_answer_key_is_complete(fixtures_dir):
+    assert len(_expected(fixtures_dir)) == 11 == len(ANSWERS)
 
 
 @pytest.mark.parametrize("name, phase", [
@@ -146,18 +138,18 @@ def test_answer_key_is_complete(shared_dir):
     ("015-jetson-qwen2-old-kv-line-format-2025-03.log", "capturing_cuda_graphs"),
     ("029-h20-deepep-2node-capture-graph-cuda-oom-truncated-2025-04.log", "failed"),
 ])
-def test_phase(shared_dir, name, phase):
-    assert audit_path(str(shared_dir / LOGS / name))["facts"]["phase"] == phase
+def test_phase(fixtures_dir, name, phase):
+    assert audit_path(str(fixtures_dir / LOGS / name))["facts"]["phase"] == phase
 
 
-def test_findings_of_the_rocm_crash(shared_dir):
-    res = audit_path(str(shared_dir / LOGS / "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log"))
+def test_findings_of_the_rocm_crash(fixtures_dir):
+    res = audit_path(str(fixtures_dir / LOGS / "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log"))
     by_rule = {f["rule"]: f for f in res["findings"]}
     warn = by_rule["fp8_kv_no_scales"]
     assert warn["count"] == 8 and warn["per_rank"] == {"TP%d" % n: 1 for n in range(8)}
     assert len(warn["evidence"]) == 3
     # evidence line numbers point at the real lines
-    lines = _read(shared_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log").decode().split("\n")
+    lines = _read(fixtures_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log").decode().split("\n")
     for ev in warn["evidence"]:
         assert "Using FP8 KV cache but no scaling factors provided" in lines[ev["line"] - 1]
         assert ev["text"] == lines[ev["line"] - 1].strip()
@@ -167,16 +159,16 @@ def test_findings_of_the_rocm_crash(shared_dir):
     assert res["facts"]["ranks_seen"] == ["TP%d" % n for n in range(8)]
 
 
-def test_dict_dump_and_two_scale_warnings(shared_dir):
-    res = audit_path(str(shared_dir / LOGS / "021-dgx-spark-sm121-3node-tp3-ep3-deepseek-v41-dict-serverargs-ready-2026-09.log"))
+def test_dict_dump_and_two_scale_warnings(fixtures_dir):
+    res = audit_path(str(fixtures_dir / LOGS / "021-dgx-spark-sm121-3node-tp3-ep3-deepseek-v41-dict-serverargs-ready-2026-09.log"))
     by_rule = {f["rule"]: f for f in res["findings"]}
     assert by_rule["fp8_kv_no_scales"]["per_rank"] == {"TP0 EP0": 2}
     assert by_rule["kv_dtype_set_by_model"]["severity"] == "warning"
     assert res["facts"]["ranks_seen"] == ["TP0 EP0"] and res["facts"]["starts"] == 1
 
 
-def test_e5m2_kv_is_fp8_without_scale_warning(shared_dir):
-    res = audit_path(str(shared_dir / LOGS / "033-h100-gpt-oss-20b-bench-one-batch-fp8-e5m2-kv-2025-09.log"))
+def test_e5m2_kv_is_fp8_without_scale_warning(fixtures_dir):
+    res = audit_path(str(fixtures_dir / LOGS / "033-h100-gpt-oss-20b-bench-one-batch-fp8-e5m2-kv-2025-09.log"))
     assert res["failed_rules"] == ["fp8_kv_effective"]
     assert res["facts"]["fp8_scale_warning"] is False
 
@@ -186,17 +178,17 @@ def test_e5m2_kv_is_fp8_without_scale_warning(shared_dir):
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 100, 4096])
-def test_chunking_does_not_change_the_result(shared_dir, chunk):
-    for name, data in _all_logs(shared_dir):
+def test_chunking_does_not_change_the_result(fixtures_dir, chunk):
+    for name, data in _all_logs(fixtures_dir):
         auditor = LogAuditor()
         for i in range(0, len(data), chunk):
             auditor.feed(data[i:i + chunk])
         assert _comparable(auditor.finish()) == _comparable(audit_bytes(data)), name
 
 
-def test_lazy_line_numbers_match_counted_ones(shared_dir):
-    for answer in _expected(shared_dir):
-        path = shared_dir / LOGS / answer["file"]
+def test_lazy_line_numbers_match_counted_ones(fixtures_dir):
+    for answer in _expected(fixtures_dir):
+        path = fixtures_dir / LOGS / answer["file"]
         assert _comparable(audit_path(str(path))) == _comparable(audit_bytes(path.read_bytes())), answer["file"]
 
 
@@ -212,30 +204,30 @@ def _prefix_lines(data, prefix):
     lambda n: b"sglang-1  | ",
     lambda n: b"\x1b[32m",
 ], ids=["journald", "container", "journald-iso", "ray", "compose", "ansi"])
-def test_outer_prefixes_are_transparent(shared_dir, prefix):
+def test_outer_prefixes_are_transparent(fixtures_dir, prefix):
     for name in ("001-qwq32b-tp4-l4-ready-2025-03.log", "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log",
                  "025-ray-workerdict-prefix-tp2-scheduler-exception-truncated-2025-05.log",
                  "029-h20-deepep-2node-capture-graph-cuda-oom-truncated-2025-04.log"):
-        data = _read(shared_dir, name)
+        data = _read(fixtures_dir, name)
         assert _comparable(audit_bytes(_prefix_lines(data, prefix))) == _comparable(audit_bytes(data)), name
 
 
-def test_ansi_colours_inside_records(shared_dir):
-    data = _read(shared_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log")
+def test_ansi_colours_inside_records(fixtures_dir):
+    data = _read(fixtures_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log")
     coloured = re.sub(rb"^(\[[^\]]+\]) ", lambda m: b"\x1b[1;34m" + m.group(1) + b"\x1b[0m ", data, flags=re.M)
     coloured = coloured.replace(b"TypeError:", b"\x1b[31mTypeError:\x1b[0m")
     assert coloured != data
     assert _comparable(audit_bytes(coloured))["facts"] == _comparable(audit_bytes(data))["facts"]
 
 
-def test_crlf_line_endings(shared_dir):
-    data = _read(shared_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
+def test_crlf_line_endings(fixtures_dir):
+    data = _read(fixtures_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
     facts = audit_bytes(data.replace(b"\n", b"\r\n"))["facts"]
     assert facts == audit_bytes(data)["facts"]
 
 
-def test_invalid_utf8_does_not_hide_facts(shared_dir):
-    data = _read(shared_dir, "010-rtxpro6000-sm120-fp8kv-no-kernel-image-2026-05.log")
+def test_invalid_utf8_does_not_hide_facts(fixtures_dir):
+    data = _read(fixtures_dir, "010-rtxpro6000-sm120-fp8kv-no-kernel-image-2026-05.log")
     broken = data.replace(b"Defaulting", b"\xff\xfe\xc3Defaulting").replace(b"CUDA error (", b"\x80CUDA error (")
     facts = audit_bytes(broken)["facts"]
     assert facts["fp8_scale_warning"] is True
@@ -243,9 +235,9 @@ def test_invalid_utf8_does_not_hide_facts(shared_dir):
     assert facts["fatal"]["class"] == "no_kernel_image"
 
 
-def test_glued_records_after_progress_bars(shared_dir):
+def test_glued_records_after_progress_bars(fixtures_dir):
     # 001: a TP1 line glued to the end of a tqdm bar
-    res = audit_path(str(shared_dir / LOGS / "001-qwq32b-tp4-l4-ready-2025-03.log"))
+    res = audit_path(str(fixtures_dir / LOGS / "001-qwq32b-tp4-l4-ready-2025-03.log"))
     data = b"  0%|          | 0/13 [00:00<?, ?it/s][2026-05-08 14:34:30 TP2] Using FP8 KV cache but no scaling factors provided.\n"
     glued = audit_bytes(data)
     assert glued["facts"]["fp8_scale_warning"] and glued["findings"][0]["per_rank"] == {"TP2": 1}
@@ -351,8 +343,8 @@ def test_newest_kv_pool_line_gives_effective_dtype():
     assert res["findings"][0]["rule"] == "fp8_kv_effective" and res["findings"][0]["count"] == 2
 
 
-def test_setting_kv_dtype_is_not_the_effective_dtype(shared_dir):
-    facts = audit_path(str(shared_dir / LOGS / "020-ascend-910b-deepseek-v4-w4a8-tp4-npu-ready-2026-08.log"))["facts"]
+def test_setting_kv_dtype_is_not_the_effective_dtype(fixtures_dir):
+    facts = audit_path(str(fixtures_dir / LOGS / "020-ascend-910b-deepseek-v4-w4a8-tp4-npu-ready-2026-08.log"))["facts"]
     assert facts["kv_dtype_effective"] is None and facts["kv_cache_dtype_configured"] == "bfloat16"
 
 
@@ -428,8 +420,8 @@ def test_traceback_with_interleaved_rank_lines_and_glued_to_a_bar():
     assert fatal["class"] == "cuda_oom" and fatal["line"] == 5
 
 
-def test_traceback_cut_at_end_of_file(shared_dir):
-    fatal = audit_path(str(shared_dir / LOGS / "025-ray-workerdict-prefix-tp2-scheduler-exception-truncated-2025-05.log"))["facts"]["fatal"]
+def test_traceback_cut_at_end_of_file(fixtures_dir):
+    fatal = audit_path(str(fixtures_dir / LOGS / "025-ray-workerdict-prefix-tp2-scheduler-exception-truncated-2025-05.log"))["facts"]["fatal"]
     assert fatal["class"] == "truncated_traceback" and fatal["line"] == 3 and fatal["rank"] == "TP0"
     assert "Scheduler(server_args," in fatal["message"]
 
@@ -482,9 +474,9 @@ WARMUP_FAILED = ("[2025-03-08 12:31:29] Initialization failed. warmup error: Tra
                  "[Errno 111] Connection refused'))")
 
 
-def _start_without_uvicorn(shared_dir):
+def _start_without_uvicorn(fixtures_dir):
     """001's start up to the point where uvicorn binds its port (the lines before "Uvicorn running")."""
-    data = _read(shared_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
+    data = _read(fixtures_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
     return data[:data.index(b"[2025-03-08 12:29:29] INFO:     Uvicorn running")].decode("utf-8")
 
 
@@ -494,8 +486,8 @@ def _start_without_uvicorn(shared_dir):
     "\x1b[31mERROR\x1b[0m:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use",
     "ERROR:    [Errno 98] Address already in use",
 ], ids=["sglang-prefix", "journald", "uvicorn-colours", "plain-strerror"])
-def test_port_in_use_is_fatal(shared_dir, line):
-    head = _start_without_uvicorn(shared_dir)
+def test_port_in_use_is_fatal(fixtures_dir, line):
+    head = _start_without_uvicorn(fixtures_dir)
     data = (head + line + "\n[2025-03-08 12:29:29] INFO:     Waiting for application shutdown.\n").encode("utf-8")
     facts = audit_bytes(data)["facts"]
     assert facts["fatal"]["class"] == "port_in_use" and facts["phase"] == "failed" and facts["ready"] is False
@@ -505,8 +497,8 @@ def test_port_in_use_is_fatal(shared_dir, line):
     assert (facts["kv_cache_dtype_configured"], facts["tp_size"], facts["max_total_num_tokens"]) == ("auto", 4, 46611)
 
 
-def test_port_in_use_stays_the_cause_after_the_warmup_gives_up(shared_dir):
-    data = _log(_start_without_uvicorn(shared_dir) + "[2025-03-08 12:29:29] " + UVICORN_BIND, *WARMUP_FAILED)
+def test_port_in_use_stays_the_cause_after_the_warmup_gives_up(fixtures_dir):
+    data = _log(_start_without_uvicorn(fixtures_dir) + "[2025-03-08 12:29:29] " + UVICORN_BIND, *WARMUP_FAILED)
     fatal = audit_bytes(data)["facts"]["fatal"]
     assert fatal["class"] == "port_in_use" and "bind on address ('0.0.0.0', 30000)" in fatal["message"]
     # without the bind error the warmup's exception is what the log shows
@@ -539,8 +531,8 @@ def test_look_alikes_of_the_startup_failures():
     assert audit_bytes(harmless)["facts"]["fatal"]["class"] == "none"
 
 
-def test_prefilter_keeps_the_startup_failure_lines(shared_dir):
-    for data in (_log(_start_without_uvicorn(shared_dir) + "[2025-03-08 12:29:29] " + UVICORN_BIND),
+def test_prefilter_keeps_the_startup_failure_lines(fixtures_dir):
+    for data in (_log(_start_without_uvicorn(fixtures_dir) + "[2025-03-08 12:29:29] " + UVICORN_BIND),
                  _log(USAGE, "launch_server.py: error: the following arguments are required: --model-path")):
         noisy = _with_noise(data, every=5)
         fast = audit_bytes(noisy)
@@ -553,8 +545,8 @@ def test_prefilter_keeps_the_startup_failure_lines(shared_dir):
 # Rules and waivers
 
 
-def test_rule_override_addition_and_waiver(shared_dir):
-    data = _read(shared_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log")
+def test_rule_override_addition_and_waiver(fixtures_dir):
+    data = _read(fixtures_dir, "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log")
     res = audit_bytes(data, rules=[{"id": "child_process_failed", "severity": "warning"},
                                    {"id": "aiter_jit", "severity": "error", "pattern": r"^\[aiter\] import \[(\w+)\]",
                                     "description": "aiter JIT modules were loaded", "fix": "none"}],
@@ -567,8 +559,8 @@ def test_rule_override_addition_and_waiver(shared_dir):
     assert res["failed_rules"] == ["fp8_kv_no_scales", "scheduler_exception", "aiter_jit"]
 
 
-def test_rule_without_literal_scans_every_line(shared_dir):
-    data = _read(shared_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
+def test_rule_without_literal_scans_every_line(fixtures_dir):
+    data = _read(fixtures_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
     res = audit_bytes(data, rules=[{"id": "any_health", "severity": "info", "pattern": r"(?i)get /HEALTH"}])
     want = sum(1 for line in data.split(b"\n") if re.search(rb"(?i)get /health", line))
     assert want > 0 and {f["rule"]: f["count"] for f in res["findings"]} == {"any_health": want}
@@ -639,16 +631,16 @@ def _scan_everything(data):
     return everything
 
 
-def test_prefilter_never_hides_a_line(shared_dir):
-    for name, data in _all_logs(shared_dir):
+def test_prefilter_never_hides_a_line(fixtures_dir):
+    for name, data in _all_logs(fixtures_dir):
         for variant in (data, _with_noise(data), _with_noise(data, every=7)):
             fast = audit_bytes(variant)
             assert fast["stats"]["inspected_lines"] < variant.count(b"\n") + 1
             assert _comparable(fast, drop_ranks=True) == _comparable(_scan_everything(variant), drop_ranks=True), name
 
 
-def test_noise_does_not_change_the_facts(shared_dir):
-    for name, data in _all_logs(shared_dir):
+def test_noise_does_not_change_the_facts(fixtures_dir):
+    for name, data in _all_logs(fixtures_dir):
         plain, noisy = audit_bytes(data)["facts"], audit_bytes(_with_noise(data, every=3))["facts"]
         for key in ("fatal", "ranks_seen"):
             plain.pop(key)
@@ -690,7 +682,7 @@ def _well_formed(res):
         assert all(isinstance(ev["line"], int) and ev["line"] >= 1 for ev in f["evidence"])
 
 
-FIXTURE_BYTES = [(_shared_root() / LOGS / a["file"]).read_bytes() for a in ANSWERS]
+FIXTURE_BYTES = [(FIXTURES / LOGS / a["file"]).read_bytes() for a in ANSWERS]
 ANSI = [b"\x1b[0m", b"\x1b[1;31m", b"\x1b[2K", b"\x1b]0;title\x07", b"\x1b[38;5;208m", b"\x1b", b"\x1b["]
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -124,10 +124,10 @@ def test_budget_auto_resolves_fp8(lab, capsys):
     assert result["pool"]["max_total_num_tokens"] > 3.6e6
 
 
-def test_budget_from_model_config_with_observed_line(fixtures_dir, shared_dir, capsys):
+def test_budget_from_model_config_with_observed_line(fixtures_dir, capsys):
     with open(fixtures_dir / "checkpoints" / "qwq-32b" / "config.json") as fh:
         config = json.load(fh)
-    with open(shared_dir / "fixtures" / "sglang-logs" / "001-qwq32b-tp4-l4-ready-2025-03.log") as fh:
+    with open(fixtures_dir / "sglang-logs" / "001-qwq32b-tp4-l4-ready-2025-03.log") as fh:
         line = next(x for x in fh if "KV Cache is allocated" in x)
     result = run(kv_cache_budget, {"model_config": config, "tp_size": 4, "observed_pool": line}, capsys)
     assert result["kv_cache_dtype_resolved"] == "bfloat16"
@@ -135,10 +135,10 @@ def test_budget_from_model_config_with_observed_line(fixtures_dir, shared_dir, c
     assert result["observed"]["matches_expected"] is True
 
 
-def test_budget_model_config_with_hf_quant_config(fixtures_dir, shared_dir, capsys):
+def test_budget_model_config_with_hf_quant_config(fixtures_dir, capsys):
     with open(fixtures_dir / "checkpoints" / "qwq-32b" / "config.json") as fh:
         config = json.load(fh)
-    with open(shared_dir / "fixtures" / "quant-configs" / "qc01-nvidia-Llama-3.3-70B-Instruct-FP4.hf_quant_config.json") as fh:
+    with open(fixtures_dir / "quant-configs" / "qc01-nvidia-Llama-3.3-70B-Instruct-FP4.hf_quant_config.json") as fh:
         hf = json.load(fh)
     result = run(kv_cache_budget, {"model_config": config, "hf_quant_config": hf, "tp_size": 4}, capsys)
     assert result["kv_cache_dtype_resolved"] == "fp8_e4m3"

@@ -5,7 +5,7 @@
 """llmops.sglang.log_audit run as Ansible runs it: a child process reading its arguments file.
 
 The unit path uses stand-in systemctl/journalctl programs on PATH that record their arguments and
-print a real log from the shared fixtures.
+print a real log from tests/fixtures.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 MODULE = ROOT / "plugins" / "modules" / "log_audit.py"
-LOGS = "fixtures/sglang-logs"
+LOGS = "sglang-logs"
 CRASH = "004-rocm-glm5-fp8-tp8-fp8kv-graph-crash-2026-02.log"
 READY = "001-qwq32b-tp4-l4-ready-2025-03.log"
 INVOCATION = "5c0a1e5b2f6f4d0c9d1f0c7e3a1b2c3d"
@@ -72,34 +72,34 @@ def unit_env(fakebin, log, **extra):
     return env
 
 
-def test_path_reports_facts_findings_and_failed_rules(tmp_path, shared_dir):
-    res = run_module(tmp_path, {"path": str(shared_dir / LOGS / CRASH)})
+def test_path_reports_facts_findings_and_failed_rules(tmp_path, fixtures_dir):
+    res = run_module(tmp_path, {"path": str(fixtures_dir / LOGS / CRASH)})
     assert not res.get("failed") and res["changed"] is False
-    assert res["source"] == {"path": str(shared_dir / LOGS / CRASH)}
+    assert res["source"] == {"path": str(fixtures_dir / LOGS / CRASH)}
     facts = res["facts"]
     assert facts["kv_cache_dtype_configured"] == "fp8_e4m3" and facts["kv_dtype_effective"] == "torch.float8_e4m3fn"
     assert facts["fatal"]["class"] == "python_exception" and facts["fatal"]["line"] == 151
     assert facts["phase"] == "failed"
     assert res["failed_rules"] == ["fp8_kv_no_scales", "fp8_kv_effective", "scheduler_exception", "child_process_failed"]
-    assert res["stats"]["bytes"] == (shared_dir / LOGS / CRASH).stat().st_size
+    assert res["stats"]["bytes"] == (fixtures_dir / LOGS / CRASH).stat().st_size
 
 
-def test_ready_server_passes_and_check_mode_reads_too(tmp_path, shared_dir):
-    res = run_module(tmp_path, {"path": str(shared_dir / LOGS / READY), "fail_on_findings": True}, check_mode=True)
+def test_ready_server_passes_and_check_mode_reads_too(tmp_path, fixtures_dir):
+    res = run_module(tmp_path, {"path": str(fixtures_dir / LOGS / READY), "fail_on_findings": True}, check_mode=True)
     assert not res.get("failed")
     assert res["failed_rules"] == [] and res["facts"]["ready"] is True and res["facts"]["phase"] == "ready"
 
 
-def test_fail_on_findings_names_the_rules(tmp_path, shared_dir):
-    res = run_module(tmp_path, {"path": str(shared_dir / LOGS / CRASH), "fail_on_findings": True, "max_evidence": 1})
+def test_fail_on_findings_names_the_rules(tmp_path, fixtures_dir):
+    res = run_module(tmp_path, {"path": str(fixtures_dir / LOGS / CRASH), "fail_on_findings": True, "max_evidence": 1})
     assert res["failed"] is True
     assert "fp8_kv_no_scales" in res["msg"] and "scheduler_exception" in res["msg"]
     assert all(len(f["evidence"]) == 1 for f in res["findings"])
 
 
-def test_rules_and_waivers_reach_the_parser(tmp_path, shared_dir):
+def test_rules_and_waivers_reach_the_parser(tmp_path, fixtures_dir):
     res = run_module(tmp_path, {
-        "path": str(shared_dir / LOGS / CRASH),
+        "path": str(fixtures_dir / LOGS / CRASH),
         "rules": [{"id": "aiter_import", "severity": "error", "pattern": r"^\[aiter\] import"},
                   {"id": "scheduler_exception", "severity": "warning"}],
         "allow": [{"rule": "fp8_kv_no_scales", "reason": "measuring the FP8 KV accuracy on purpose"},
@@ -121,8 +121,8 @@ def test_rules_and_waivers_reach_the_parser(tmp_path, shared_dir):
     ({"rules": [{"id": "bad", "severity": "info", "pattern": "(unclosed"}]}, "not a valid regular expression"),
     ({"max_evidence": -1}, "max_evidence"),
 ])
-def test_bad_options_fail_with_a_cause(tmp_path, shared_dir, args, message):
-    res = run_module(tmp_path, dict(args, path=str(shared_dir / LOGS / READY)))
+def test_bad_options_fail_with_a_cause(tmp_path, fixtures_dir, args, message):
+    res = run_module(tmp_path, dict(args, path=str(fixtures_dir / LOGS / READY)))
     assert res["failed"] is True and message in res["msg"]
 
 
@@ -137,8 +137,8 @@ def test_bad_paths(tmp_path):
     assert neither["failed"] is True and "one of the following is required" in neither["msg"]
 
 
-def test_unit_reads_only_the_current_invocation(tmp_path, shared_dir, fakebin):
-    res = run_module(tmp_path, {"unit": "sglang.service", "since": "-1h"}, env=unit_env(fakebin, shared_dir / LOGS / CRASH))
+def test_unit_reads_only_the_current_invocation(tmp_path, fixtures_dir, fakebin):
+    res = run_module(tmp_path, {"unit": "sglang.service", "since": "-1h"}, env=unit_env(fakebin, fixtures_dir / LOGS / CRASH))
     assert not res.get("failed"), res.get("msg")
     assert (fakebin / "systemctl.argv").read_text().split("\n")[:5] == ["show", "-p", "InvocationID", "--value", "sglang.service"]
     assert (fakebin / "journalctl.argv").read_text().split("\n")[:6] == [
@@ -147,43 +147,43 @@ def test_unit_reads_only_the_current_invocation(tmp_path, shared_dir, fakebin):
     assert res["facts"]["fatal"]["line"] == 151 and res["facts"]["tp_size"] == 8
 
 
-def test_unit_whole_journal_streams_in_chunks(tmp_path, shared_dir, fakebin):
+def test_unit_whole_journal_streams_in_chunks(tmp_path, fixtures_dir, fakebin):
     # about 12 MiB through the pipe: many chunks, lines cut at chunk edges
-    env = unit_env(fakebin, shared_dir / LOGS / CRASH, FAKE_REPEAT="500")
+    env = unit_env(fakebin, fixtures_dir / LOGS / CRASH, FAKE_REPEAT="500")
     res = run_module(tmp_path, {"unit": "sglang.service", "invocation": "all"}, env=env)
     assert not res.get("failed"), res.get("msg")
     assert (fakebin / "journalctl.argv").read_text().split("\n")[:5] == ["-u", "sglang.service", "-o", "cat", "--no-pager"]
     assert not (fakebin / "systemctl.argv").exists()
     by_rule = {f["rule"]: f for f in res["findings"]}
     assert by_rule["fp8_kv_no_scales"]["count"] == 8 * 500
-    lines = (shared_dir / LOGS / CRASH).read_text().split("\n")
+    lines = (fixtures_dir / LOGS / CRASH).read_text().split("\n")
     first = next(n for n, line in enumerate(lines, 1) if "Scheduler hit an exception" in line)
     per_copy = len(lines) - 1
     assert [ev["line"] for ev in by_rule["scheduler_exception"]["evidence"]] == [first, first + per_copy, first + 2 * per_copy]
-    assert res["facts"]["starts"] == 500 and res["stats"]["bytes"] == 500 * (shared_dir / LOGS / CRASH).stat().st_size
+    assert res["facts"]["starts"] == 500 and res["stats"]["bytes"] == 500 * (fixtures_dir / LOGS / CRASH).stat().st_size
 
 
-def test_unit_without_invocation(tmp_path, shared_dir, fakebin):
-    res = run_module(tmp_path, {"unit": "sglang.service"}, env=unit_env(fakebin, shared_dir / LOGS / READY, FAKE_INVOCATION=""))
+def test_unit_without_invocation(tmp_path, fixtures_dir, fakebin):
+    res = run_module(tmp_path, {"unit": "sglang.service"}, env=unit_env(fakebin, fixtures_dir / LOGS / READY, FAKE_INVOCATION=""))
     assert res["failed"] is True and "invocation=all" in res["msg"]
     assert not (fakebin / "journalctl.argv").exists()
 
 
-def test_journalctl_failure_is_reported(tmp_path, shared_dir, fakebin):
-    env = unit_env(fakebin, shared_dir / LOGS / READY, FAKE_RC="1", FAKE_STDERR="Failed to open journal: Permission denied")
+def test_journalctl_failure_is_reported(tmp_path, fixtures_dir, fakebin):
+    env = unit_env(fakebin, fixtures_dir / LOGS / READY, FAKE_RC="1", FAKE_STDERR="Failed to open journal: Permission denied")
     res = run_module(tmp_path, {"unit": "sglang.service"}, env=env)
     assert res["failed"] is True and "Permission denied" in res["msg"] and "rc=1" in res["msg"]
 
 
-def test_unit_name_is_not_an_option(tmp_path, shared_dir, fakebin):
-    res = run_module(tmp_path, {"unit": "--all"}, env=unit_env(fakebin, shared_dir / LOGS / READY))
+def test_unit_name_is_not_an_option(tmp_path, fixtures_dir, fakebin):
+    res = run_module(tmp_path, {"unit": "--all"}, env=unit_env(fakebin, fixtures_dir / LOGS / READY))
     assert res["failed"] is True and "not a unit name" in res["msg"]
     assert not (fakebin / "systemctl.argv").exists()
 
 
-def test_port_in_use_is_reported_as_fatal(tmp_path, shared_dir):
+def test_port_in_use_is_reported_as_fatal(tmp_path, fixtures_dir):
     # 001's start, but uvicorn finds the port taken instead of running
-    ready = (shared_dir / LOGS / READY).read_bytes()
+    ready = (fixtures_dir / LOGS / READY).read_bytes()
     head = ready[:ready.index(b"[2025-03-08 12:29:29] INFO:     Uvicorn running")]
     bind = b"ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"
     log = tmp_path / "server.log"
