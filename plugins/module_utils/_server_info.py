@@ -25,6 +25,8 @@ from urllib import error as urlerror
 from urllib import parse as urlparse
 from urllib import request as urlrequest
 
+from ansible_collections.llmops.sglang.plugins.module_utils._http import UrlError, parse_base_url
+
 DEFAULT_URL = "http://127.0.0.1:30000"
 DEFAULT_TIMEOUT = 10.0
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -77,28 +79,10 @@ class FetchError(Exception):
 
 def normalize_url(url):
     """(base URL without trailing slash, host, port); ServerInfoError when it cannot be used."""
-    if not isinstance(url, str) or not url.strip():
-        raise ServerInfoError("url must be a non-empty string such as %s" % DEFAULT_URL)
-    url = url.strip()
-    if "://" not in url:
-        raise ServerInfoError("url %r has no scheme: write it as http://HOST:PORT (for example %s)" % (url, DEFAULT_URL))
-    parts = urlparse.urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ServerInfoError("url scheme %r is not supported: use http:// or https://" % parts.scheme)
-    if parts.username is not None or parts.password is not None:
-        raise ServerInfoError("url must not carry credentials (user:password@): pass the key in api_key")
-    if not parts.hostname:
-        raise ServerInfoError("url %r has no host: write it as http://HOST:PORT" % url)
     try:
-        port = parts.port
-    except ValueError:
-        raise ServerInfoError("url %r has an invalid port: use a number between 1 and 65535" % url)
-    if parts.query or parts.fragment:
-        raise ServerInfoError("url %r must not have a query or fragment: give only the server's base URL" % url)
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    base = urlparse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-    return base, parts.hostname, port
+        return parse_base_url(url)
+    except UrlError as exc:
+        raise ServerInfoError(str(exc))
 
 
 def is_loopback(host):

@@ -1,0 +1,178 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one URL rule and the one HTTP error vocabulary of every module that talks to a server.
+
+* ``parse_base_url`` says what a base URL option may be (http or https, a host, an optional port, nothing else)
+  and never lets ``urllib``'s ``ValueError`` out: ``http://[::1`` or ``http://fd00::11:30000`` get a message
+  that names the fix. ``host_url`` builds the URL of a host and port (IPv6 in brackets).
+* ``describe_failure`` turns what a request raised (``HTTPError``, ``URLError``, a socket error, bad HTTP) into
+  ``(class, message, HTTP status)``; the message says what to do.
+
+Standard library only, Python 3.9+.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+from urllib import error as urlerror
+from urllib import parse as urlparse
+
+EXAMPLE_URL = "http://127.0.0.1:30000"
+# A base URL longer than this is not one (and its text would flood the error message).
+MAX_URL_CHARS = 2048
+# Bytes of an error answer kept for the message (the rest is not read).
+ERROR_BODY_BYTES = 4096
+SNIPPET_CHARS = 200
+REDACTED = "********"
+ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found",
+                 "http_error", "not_json", "too_large")
+
+
+class UrlError(ValueError):
+    """A URL option that cannot be used; the message says how to write it."""
+
+
+# ---------------------------------------------------------------------------------------------
+# URLs
+
+
+def _shown(url):
+    return url if len(url) <= 200 else url[:200] + "..."
+
+
+def parse_base_url(url, what="url"):
+    """(base URL without a trailing slash, host, port) of a server URL; UrlError naming the fix otherwise."""
+    if not isinstance(url, str) or not url.strip():
+        raise UrlError("%s must be a non-empty string such as %s" % (what, EXAMPLE_URL))
+    url = url.strip()
+    if len(url) > MAX_URL_CHARS:
+        raise UrlError("%s is %d characters long: a server's base URL is at most %d (for example %s)"
+                       % (what, len(url), MAX_URL_CHARS, EXAMPLE_URL))
+    if any(ord(ch) < 33 or ord(ch) == 127 for ch in url):
+        raise UrlError("%s %r contains spaces or control characters: write it as http://HOST:PORT" % (what, _shown(url)))
+    if "://" not in url:
+        raise UrlError("%s %r has no scheme: write it as http://HOST:PORT (for example %s)" % (what, _shown(url), EXAMPLE_URL))
+    try:
+        parts = urlparse.urlsplit(url)
+        scheme = parts.scheme
+        hostname = parts.hostname
+        credentials = parts.username is not None or parts.password is not None
+    except ValueError as exc:
+        # urllib: "Invalid IPv6 URL" (an unclosed bracket), invalid characters under NFKC normalization
+        raise UrlError("%s %r cannot be parsed (%s): write it as http://HOST:PORT, an IPv6 address in brackets "
+                       "(http://[fd00::11]:30000)" % (what, _shown(url), exc))
+    if scheme not in ("http", "https"):
+        raise UrlError("%s scheme %r is not supported: use http:// or https://" % (what, scheme))
+    if credentials:
+        raise UrlError("%s must not carry credentials (user:password@): pass the key in api_key" % what)
+    if not hostname:
+        raise UrlError("%s %r has no host: write it as http://HOST:PORT" % (what, _shown(url)))
+    if parts.netloc.count(":") > 1 and "[" not in parts.netloc:
+        raise UrlError("%s %r: an IPv6 address goes in brackets, e.g. http://[fd00::11]:30000" % (what, _shown(url)))
+    try:
+        port = parts.port
+    except ValueError:
+        raise UrlError("%s %r has an invalid port: use a number between 1 and 65535" % (what, _shown(url)))
+    if port == 0:
+        raise UrlError("%s %r has port 0: use a number between 1 and 65535" % (what, _shown(url)))
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise UrlError("%s %r must not have a query or fragment: give only the server's base URL" % (what, _shown(url)))
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    base = urlparse.urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    return base, hostname, port
+
+
+def host_url(host, port, scheme="http"):
+    """SCHEME://HOST:PORT, an IPv6 address in brackets (``fd00::11`` -> ``http://[fd00::11]:30000``)."""
+    host = str(host)
+    if ":" in host and not host.startswith("["):
+        host = "[%s]" % host
+    return "%s://%s:%s" % (scheme, host, port)
+
+
+# ---------------------------------------------------------------------------------------------
+# Failures
+
+
+def snippet(body, api_key=None):
+    """A short one-line excerpt of an answer, the API key masked."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    text = " ".join(text.split())
+    if api_key:
+        text = text.replace(api_key, REDACTED)
+    return text[:SNIPPET_CHARS]
+
+
+def _num(value):
+    return ("%g" % value) if isinstance(value, float) else str(value)
+
+
+def _reason_text(reason):
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return str(reason) or type(reason).__name__
+
+
+def status_failure(code, url, body=b"", api_key=None):
+    """(class, message, status) of a non-2xx answer."""
+    if code in (401, 403):
+        if api_key:
+            msg = ("HTTP %d from %s: the server rejected the API key: set api_key to the value of the server's --api-key"
+                   % (code, url))
+        else:
+            msg = "HTTP %d from %s: the server requires an API key (--api-key): set api_key" % (code, url)
+        return "unauthorized", msg, code
+    if code == 503:
+        return ("loading", "HTTP 503 from %s: the server is still starting (loading weights, capturing CUDA graphs, warming "
+                           "up) or shutting down: wait until GET /health_generate answers 200 and retry" % url, code)
+    if code == 404:
+        return "not_found", "HTTP 404 from %s: the server has no such endpoint; check that url points at SGLang" % url, code
+    if 300 <= code < 400:
+        return ("http_error", "HTTP %d redirect from %s: redirects are not followed (they would carry the API key "
+                              "elsewhere); point url at the SGLang server itself" % (code, url), code)
+    text = snippet(body, api_key)
+    return "http_error", "HTTP %d from %s%s" % (code, url, (": " + text) if text else ""), code
+
+
+def connection_failure(exc, url, host, port, timeout):
+    """(class, message, None) of a transport exception (possibly wrapped in URLError)."""
+    reason = exc.reason if isinstance(exc, urlerror.URLError) else exc
+    where = "%s:%s" % (host, port)
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        return ("timeout", "no answer from %s within %ss: the server may be busy (long prefill, CUDA graph capture) or "
+                           "hung; raise timeout or check the service" % (url, _num(timeout)), None)
+    if isinstance(reason, ConnectionRefusedError):
+        return ("refused", "connection refused at %s: is the SGLang service running and listening on this host and port "
+                           "(--host/--port)? During startup the HTTP port opens only after the weights are loaded" % where,
+                None)
+    if isinstance(reason, ssl.SSLError):
+        return ("tls", "TLS error talking to %s (%s): use the scheme the server speaks (http or https), fix its "
+                       "certificate, or set validate_certs to false for a self-signed certificate"
+                % (where, _reason_text(reason)), None)
+    if isinstance(reason, socket.gaierror):
+        return "unreachable", "cannot resolve host %r (%s): fix the host name in url" % (host, _reason_text(reason)), None
+    return ("unreachable", "cannot reach %s (%s): check the host, the port, routing and firewalls"
+            % (where, _reason_text(reason)), None)
+
+
+def describe_failure(exc, url, host, port, timeout, api_key=None):
+    """(class, message, HTTP status or None) of anything a request raised; None for an exception it does not know."""
+    if isinstance(exc, urlerror.HTTPError):
+        try:
+            body = exc.read(ERROR_BODY_BYTES)
+        except (OSError, http.client.HTTPException, AttributeError):
+            body = b""
+        finally:
+            exc.close()
+        return status_failure(exc.code, url, body, api_key)
+    if isinstance(exc, (urlerror.URLError, OSError)):
+        return connection_failure(exc, url, host, port, timeout)
+    if isinstance(exc, http.client.HTTPException):
+        return ("http_error", "%s did not answer with valid HTTP (%s): check that url points at the SGLang HTTP port and "
+                              "uses the right scheme" % (url, type(exc).__name__), None)
+    return None

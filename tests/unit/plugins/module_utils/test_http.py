@@ -1,0 +1,129 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_http: the one URL rule (every urllib ValueError becomes a message naming the fix) and the failure vocabulary,
+on real exceptions from real sockets on loopback."""
+
+import http.server
+import socket
+import threading
+from urllib import request as urlrequest
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.module_utils import _http
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError, normalize_url
+
+
+@pytest.mark.parametrize("url,base,host,port", [
+    ("http://127.0.0.1:30000", "http://127.0.0.1:30000", "127.0.0.1", 30000),
+    (" http://GPU-01:30000/ ", "http://GPU-01:30000", "gpu-01", 30000),
+    ("https://sglang.example", "https://sglang.example", "sglang.example", 443),
+    ("http://[fd00::11]:30000", "http://[fd00::11]:30000", "fd00::11", 30000),
+    ("http://[::1]", "http://[::1]", "::1", 80),
+    ("http://10.0.0.5:30000/v1/", "http://10.0.0.5:30000/v1", "10.0.0.5", 30000),
+])
+def test_good_urls(url, base, host, port):
+    assert _http.parse_base_url(url) == (base, host, port)
+
+
+@pytest.mark.parametrize("url,match", [
+    ("http://[::1", "cannot be parsed .*Invalid IPv6 URL.*in brackets"),
+    ("http://[::1]:30000]", "invalid port"),
+    ("http://fd00::11:30000", "IPv6 address goes in brackets, e.g. http://\\[fd00::11\\]:30000"),
+    ("http://\uff03host", "cannot be parsed .*NFKC"),
+    ("http://host:99999", "invalid port"),
+    ("http://host:0", "port 0"),
+    ("http://host:x", "invalid port"),
+    ("http://host name:1", "spaces or control characters"),
+    ("http://host:1\n", None),  # stripped: fine
+    ("127.0.0.1:30000", "no scheme"),
+    ("ftp://host", "not supported"),
+    ("http://u:p@host:1", "credentials"),
+    ("http://:30000", "no host"),
+    ("http://host:1/?a=b", "query or fragment"),
+    ("http://host:1/#top", "query or fragment"),
+    ("http://" + "a" * 3000, "characters long"),
+    ("", "non-empty"),
+    (None, "non-empty"),
+    (30000, "non-empty"),
+])
+def test_bad_urls_name_the_fix(url, match):
+    if match is None:
+        assert _http.parse_base_url(url)[2] == 1
+        return
+    with pytest.raises(_http.UrlError, match=match):
+        _http.parse_base_url(url)
+
+
+def test_server_info_takes_the_same_rule():
+    # the crash of a URL with an unclosed bracket is a ServerInfoError for every module that uses _server_info
+    with pytest.raises(ServerInfoError, match="Invalid IPv6 URL"):
+        normalize_url("http://[::1")
+
+
+@pytest.mark.parametrize("host,port,url", [
+    ("10.0.0.11", 30000, "http://10.0.0.11:30000"), ("fd00::11", 30000, "http://[fd00::11]:30000"),
+    ("[fd00::11]", 1, "http://[fd00::11]:1"), ("gpu-01", 8000, "http://gpu-01:8000"),
+])
+def test_host_url_brackets_ipv6(host, port, url):
+    assert _http.host_url(host, port) == url
+    assert _http.parse_base_url(url)[2] == port
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        code = int(self.path.strip("/"))
+        body = b"no such route sk-test-key-1" if code == 404 else b'{"error": "boom sk-test-key-1"}'
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), _Answer)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _raised(url, timeout=5):
+    try:
+        urlrequest.build_opener(urlrequest.ProxyHandler({})).open(url, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 (the test wants whatever urllib raises)
+        return exc
+    raise AssertionError("no exception from %s" % url)
+
+
+@pytest.mark.parametrize("code,cls", [(404, "not_found"), (401, "unauthorized"), (503, "loading"), (500, "http_error")])
+def test_status_answers(server, code, cls):
+    url = "%s/%d" % (server, code)
+    got = _http.describe_failure(_raised(url), url, "127.0.0.1", 1, 5, api_key="sk-test-key-1")
+    assert got[0] == cls and got[2] == code
+    assert "sk-test-key-1" not in got[1]
+    if code == 500:
+        assert "boom ********" in got[1]
+
+
+def test_connection_failures():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = "http://127.0.0.1:%d/" % port
+    cls, msg, status = _http.describe_failure(_raised(url), url, "127.0.0.1", port, 5)
+    assert (cls, status) == ("refused", None) and "is the SGLang service running" in msg
+    # a listener that never answers: the read times out
+    with socket.socket() as quiet:
+        quiet.bind(("127.0.0.1", 0))
+        quiet.listen(1)
+        url = "http://127.0.0.1:%d/" % quiet.getsockname()[1]
+        cls, msg, _status = _http.describe_failure(_raised(url, timeout=0.3), url, "127.0.0.1", 1, 0.3)
+    assert cls == "timeout" and "within 0.3s" in msg
+    assert _http.describe_failure(KeyError("x"), url, "h", 1, 1) is None
