@@ -13,6 +13,7 @@ import csv
 import io
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
@@ -33,6 +34,13 @@ QUERY_FIELDS = (
     "driver_version",
 )
 QUERY_ARGS = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits")
+
+# Bounds of what is read from the host (docs/security.md, "Bounds"): a program's output (stdout and stderr
+# together; nvidia-smi -q of 8 GPUs is about 100 KB, lspci -vvv of a large server a few MB), a /proc or sysfs file
+# (the driver version file is about 200 bytes, /proc/cmdline at most 4 KB), one line of the csv query.
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+MAX_FILE_BYTES = 64 * 1024
+MAX_QUERY_LINE = 4096
 
 # Values nvidia-smi prints instead of data. "[N/A]" means "not supported here", the others mean a sick GPU.
 _NA_VALUES = ("[n/a]", "n/a", "[not supported]", "not supported", "")
@@ -80,6 +88,9 @@ def classify_failure(rc, stdout="", stderr="", timed_out=False, not_found=False,
         return failure("not_installed", "nvidia-smi not found" + (": %s" % command if command else " on PATH"))
     if timed_out:
         return failure("timeout", "nvidia-smi did not answer within %s s and was killed" % timeout)
+    if rc is None:
+        # stopped by run_bounded for printing too much: its first stderr line says so
+        return failure("query_failed", _first_line(stderr) or "nvidia-smi was stopped before it finished")
     if rc == 127 and re.search(r"not found|No such file", text):
         return failure("not_installed", _first_line(text))
     for cls, pattern in _CLASS_PATTERNS:
@@ -188,7 +199,15 @@ def parse_query_csv(text, fields=QUERY_FIELDS):
     for line in text.splitlines():
         if not line.strip():
             continue
-        cells = next(csv.reader(io.StringIO(line), skipinitialspace=True))
+        if len(line) > MAX_QUERY_LINE:
+            # a GPU's row is a few hundred characters; csv would refuse a field over 131072 with an exception
+            messages.append("a line of %d characters (not a GPU row): %s..." % (len(line), line[:120].strip()))
+            continue
+        try:
+            cells = next(csv.reader(io.StringIO(line), skipinitialspace=True))
+        except csv.Error:
+            messages.append(line.strip())
+            continue
         if len(cells) != len(fields):
             messages.append(line.strip())
             continue
@@ -468,19 +487,44 @@ def parse_lspci_acs(text):
     }
 
 
-def read_text(path):
+class GpuInfoError(ValueError):
+    """An option points at something other than what it names; the message says which option and what to fix."""
+
+
+def read_text(path, what, limit=MAX_FILE_BYTES):
+    """A small /proc or sysfs file as text; None when it cannot be read; GpuInfoError when it holds more than limit bytes.
+
+    Opened non-blocking, so a FIFO or a terminal cannot hang the read; read in pieces, so /dev/zero costs limit bytes.
+    """
     try:
-        with open(path, "r", errors="replace") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except (IOError, OSError):
         return None
+    chunks, size = [], 0
+    try:
+        while size <= limit:
+            data = os.read(fd, min(65536, limit + 1 - size))
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+    except BlockingIOError:
+        pass  # a FIFO or device with nothing to read now
+    except (IOError, OSError):
+        return None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise GpuInfoError("%s: %s holds more than %d bytes, so it is not the small kernel file gpu_info reads there; "
+                           "point %s at the right place" % (what, path, limit, what))
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def read_numa_node(sysfs_root, bus_id):
     """NUMA node of a PCI device from sysfs; None when unknown (-1 means the platform does not say)."""
     if not bus_id:
         return None
-    text = read_text(os.path.join(sysfs_root, "sys/bus/pci/devices", bus_id, "numa_node"))
+    text = read_text(os.path.join(sysfs_root, "sys/bus/pci/devices", bus_id, "numa_node"), "sysfs_root")
     if text is None:
         return None
     try:
@@ -498,30 +542,83 @@ def count_iommu_groups(sysfs_root):
         return None
 
 
-def run_bounded(argv, timeout, env=None):
-    """Run argv; kill its whole process group after `timeout` seconds.
+def _decode(chunks):
+    # as universal_newlines did: undecodable bytes replaced, \r\n and \r read as \n
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
-    Returns (rc, stdout, stderr, timed_out, not_found). Never raises for a missing or hung program.
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (IOError, OSError):
+        pass
+
+
+def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True):
+    """Run argv with its output bounded in time and in size; past either, kill its whole process group.
+
+    Returns (rc, stdout, stderr, timed_out, not_found); stdout and stderr are text (bytes with text=False). Never
+    raises for a missing, hung or flooding program: a missing one gives rc 127, not_found and the OS error in stderr;
+    more than max_bytes of output (both streams together) gives rc None and a first stderr line that says so.
+    timeout None waits for ever (the output is bounded all the same).
     """
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                start_new_session=True, universal_newlines=True, errors="replace")
-    except (IOError, OSError):
-        return 127, "", "", False, True
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                start_new_session=True)
+    except (IOError, OSError) as exc:
+        reason = exc.strerror or str(exc)
+        return 127, "" if text else b"", reason if text else reason.encode("utf-8", "replace"), False, True
+    deadline = None if timeout is None else time.monotonic() + timeout
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    chunks = {out_fd: [], err_fd: []}
+    size, timed_out, flooded = 0, False, False
+    with selectors.DefaultSelector() as selector:
+        for stream in (proc.stdout, proc.stderr):
+            selector.register(stream, selectors.EVENT_READ)
+        while selector.get_map() and not (timed_out or flooded):
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                timed_out = True
+                break
+            for key, _events in selector.select(left):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                size += len(data)
+                if size > max_bytes:
+                    flooded = True
+                    break
+                chunks[key.fd].append(data)
+    if timed_out or flooded:
+        _kill_group(proc)
     try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, False, False
+        # the pipes are closed: only a program that detached from them is still running
+        left = None if deadline is None else max(0.5, deadline - time.monotonic())
+        rc = proc.wait(timeout=2 if (timed_out or flooded) else left)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (IOError, OSError):
-            pass
+        if not (timed_out or flooded):
+            timed_out = True
+            _kill_group(proc)
+        rc = None
         try:
             # a process stuck in the kernel (D state) cannot die: do not wait for it for ever
-            out, err = proc.communicate(timeout=2)
+            proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            out, err = "", ""
-        return None, out or "", err or "", True, False
+            pass
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    out, err = chunks[out_fd], chunks[err_fd]
+    if flooded:
+        rc = None
+        err.insert(0, b"%s printed more than %d bytes and was stopped: that is not the output it is read for\n"
+                   % (os.path.basename(str(argv[0])).encode("utf-8", "replace"), max_bytes))
+    if timed_out:
+        rc = None
+    if not text:
+        return rc, b"".join(out), b"".join(err), timed_out, False
+    return rc, _decode(out), _decode(err), timed_out, False
 
 
 def find_program(name, explicit=None, path=None, extra_dirs=()):
@@ -535,7 +632,10 @@ def find_program(name, explicit=None, path=None, extra_dirs=()):
 
 def collect(nvidia_smi=None, timeout=10, sysfs_root="/", procfs_root="/",
             driver_version_file="/proc/driver/nvidia/version", lspci=None, env=None, runner=run_bounded):
-    """Everything gpu_info returns. Classified failures come back in result['failure'], never as exceptions."""
+    """Everything gpu_info returns. Classified failures come back in result['failure'], never as exceptions.
+
+    Raises GpuInfoError only when an option points at a file far larger than the kernel file it names.
+    """
     path = env.get("PATH") if env else None
     result = {
         "ok": False, "failure": None, "nvidia_smi": None, "gpu_count": 0, "gpus": [],
@@ -613,10 +713,10 @@ def collect(nvidia_smi=None, timeout=10, sysfs_root="/", procfs_root="/",
 
 def _host_facts(result, sysfs_root, procfs_root, driver_version_file, lspci, path, timeout, env, runner):
     """Kernel module, IOMMU and ACS facts; each is optional and absence is not an error."""
-    proc = parse_proc_version(read_text(driver_version_file) or "")
+    proc = parse_proc_version(read_text(driver_version_file, "driver_version_file") or "")
     result["kernel_module"] = proc["kernel_module"]
     result["kernel_module_version"] = proc["version"]
-    iommu = parse_cmdline_iommu(read_text(os.path.join(procfs_root, "proc/cmdline")) or "")
+    iommu = parse_cmdline_iommu(read_text(os.path.join(procfs_root, "proc/cmdline"), "procfs_root") or "")
     groups = count_iommu_groups(sysfs_root)
     iommu["groups"] = groups
     if groups is not None:
@@ -635,6 +735,7 @@ def _host_facts(result, sysfs_root, procfs_root, driver_version_file, lspci, pat
                 # lspci hides extended capabilities from non-root users
                 result["acs"] = {"available": False, "reason": "lspci -vvv needs root to show ACSCtl"}
         else:
-            result["acs"] = {"available": False, "reason": "lspci -vvv failed (rc %s)" % rc}
+            why = "timed out after %s s" % timeout if timed_out else "rc %s" % rc
+            result["acs"] = {"available": False, "reason": "lspci -vvv failed (%s): %s" % (why, _first_line(err))}
     else:
         result["acs"] = {"available": False, "reason": "lspci not installed"}

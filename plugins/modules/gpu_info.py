@@ -69,6 +69,10 @@ options:
     type: path
 notes:
   - Reads only; never changes the host. C(lspci) shows ACS control bits only to root.
+  - Every read is bounded - a program's output (C(nvidia-smi), C(lspci)) to 16 MiB, after which it is stopped and
+    the query reported failed, and each kernel file (O(driver_version_file), C(proc/cmdline) under O(procfs_root),
+    C(numa_node) under O(sysfs_root)) to 64 KiB; a larger file fails the task with a message naming the option,
+    since it cannot be the kernel file the option names.
   - The NUMA node comes from C(/sys/bus/pci/devices/<bus id>/numa_node), where nvidia-smi's 8-digit PCI domain
     (V(00000000:06:00.0)) is written with 4 digits in lower case (V(0000:06:00.0)). A value of -1 means the
     platform does not say and is returned as null.
@@ -344,7 +348,7 @@ elapsed_s:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import collect
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import GpuInfoError, collect
 
 
 def main():
@@ -363,14 +367,17 @@ def main():
     params = module.params
     if params["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
-    result = collect(
-        nvidia_smi=params["nvidia_smi"],
-        timeout=params["timeout"],
-        sysfs_root=params["sysfs_root"],
-        procfs_root=params["procfs_root"],
-        driver_version_file=params["driver_version_file"],
-        lspci=params["lspci"],
-    )
+    try:
+        result = collect(
+            nvidia_smi=params["nvidia_smi"],
+            timeout=params["timeout"],
+            sysfs_root=params["sysfs_root"],
+            procfs_root=params["procfs_root"],
+            driver_version_file=params["driver_version_file"],
+            lspci=params["lspci"],
+        )
+    except GpuInfoError as exc:
+        module.fail_json(msg=str(exc))
     if params["fail_on_error"] and result["failure"]:
         failure = result["failure"]
         module.fail_json(msg="nvidia-smi failed (%s): %s. Fix: %s" % (failure["class"], failure["message"], failure["fix"]), **result)

@@ -378,3 +378,48 @@ def test_collect_err_in_the_table_is_a_lost_gpu(h200, tmp_path):
                          driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
     assert result["ok"] is False and result["failure"]["class"] == "gpu_lost"
     assert "ERR!" in result["failure"]["message"]
+
+
+# ---- bounded reads ----
+
+def test_query_line_over_the_csv_field_limit_is_a_message(h200):
+    # csv refuses a field over 131072 characters with _csv.Error: such a line is not a GPU row
+    real = h200("h200x2", "query.txt")
+    flood = "x" * 131073
+    for line in (flood, '"' + flood, "0, " + flood + ", GPU-1"):
+        parsed = smi.parse_query_csv(line + "\n" + real)
+        assert [g["index"] for g in parsed["gpus"]] == [0, 1]
+        assert len(parsed["messages"]) == 1 and parsed["messages"][0].startswith("a line of %d characters" % len(line))
+    # an unterminated quote on a short line: csv's error becomes a message too
+    assert smi.parse_query_csv('0, "H200\n')["messages"] == ['0, "H200']
+
+
+def test_run_bounded_stops_a_program_that_floods(tmp_path):
+    script = tmp_path / "flood.sh"
+    script.write_text("#!/bin/sh\nexec yes 'ERR! 0, NVIDIA H200'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    rc, out, err, timed_out, not_found = smi.run_bounded([str(script)], 30, max_bytes=1 << 20)
+    assert rc is None and not timed_out and not not_found
+    assert len(out) <= 1 << 20 and err.startswith("flood.sh printed more than 1048576 bytes and was stopped")
+    failure = smi.classify_failure(rc, out, err)
+    assert failure["class"] == "query_failed" and failure["message"].startswith("flood.sh printed more than")
+
+
+def test_run_bounded_keeps_what_the_program_printed(tmp_path):
+    rc, out, err, timed_out, not_found = smi.run_bounded(["/bin/sh", "-c", "printf 'a\\r\\nb\\n'; echo oops >&2; exit 3"], 10)
+    assert (rc, out, err, timed_out, not_found) == (3, "a\nb\n", "oops\n", False, False)
+
+
+def test_kernel_files_are_read_bounded(tmp_path):
+    with pytest.raises(smi.GpuInfoError, match="driver_version_file: /dev/zero holds more than 65536 bytes"):
+        smi.read_text("/dev/zero", "driver_version_file")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    assert smi.read_text(str(fifo), "driver_version_file") == ""  # no writer: nothing, and no hang
+    assert smi.read_text(str(tmp_path), "sysfs_root") is None  # a directory cannot be read
+    assert smi.read_text(str(tmp_path / "missing"), "sysfs_root") is None
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cmdline").write_text("iommu=pt " * 10000)
+    with pytest.raises(smi.GpuInfoError, match="procfs_root: .*/proc/cmdline holds .* point procfs_root at the right place"):
+        smi.collect(nvidia_smi=str(tmp_path / "none"), sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
+                    driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "none"))

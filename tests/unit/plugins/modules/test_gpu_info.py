@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 import time
 
 import pytest
@@ -276,3 +277,21 @@ def test_module_fail_on_error(capsys, monkeypatch):
     assert loud["msg"].startswith("nvidia-smi failed (nvml_mismatch): Failed to initialize NVML: Driver/library version mismatch. Fix: reboot")
     bad = run_module(capsys, {"timeout": 0})
     assert bad["failed"] is True and "timeout must be at least 1 second" in bad["msg"]
+
+
+def test_module_driver_version_file_dev_zero_fails_fast_with_memory_bounded(tmp_path):
+    """/dev/zero never ends: the module stops at the bound and names the option (in a process limited to 1 GiB of memory,
+    where a whole-file read would die with MemoryError)."""
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"driver_version_file": "/dev/zero", "nvidia_smi": "/nonexistent"}}))
+    limit = "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); " \
+            "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
+    start = time.time()
+    proc = subprocess.run([sys.executable, "-c", limit, str(ROOT / "plugins" / "modules" / "gpu_info.py"), str(args)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60, check=False)
+    assert time.time() - start < 30
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1 and result["failed"] is True, proc.stderr
+    assert result["msg"].startswith("driver_version_file: /dev/zero holds more than 65536 bytes")
+    assert "Traceback" not in proc.stderr
