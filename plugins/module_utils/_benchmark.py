@@ -31,17 +31,15 @@ import math
 import os
 import random
 import re
-import socket
 import subprocess
 import threading
 import time
 from urllib import error as urlerror
 from urllib import request as urlrequest
 
+from ansible_collections.llmops.sglang.plugins.module_utils._http import describe_failure
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
-    _classify_os_error,
-    _http_status_error,
     _opener,
     fetch_endpoint,
     normalize_url,
@@ -53,13 +51,15 @@ ENGINES = ("builtin", "sglang_bench_serving")
 DEFAULT_CONCURRENCY = (1, 32)
 DEFAULT_CHARS_PER_TOKEN = 4.0
 MAX_SSE_LINE = 4 * 1024 * 1024
+# One streamed answer: far more than max_tokens of any request sends (about 1 KB of events per token).
+MAX_STREAM_BYTES = 256 * 1024 * 1024
 MAX_ERROR_EXAMPLES = 3
 MAX_DISTINCT_PROMPTS = 256
 PROMPT_MEMORY_CHARS = 64 * 1024 * 1024
 # Failures that every later request to the same server would repeat: stop the level at once.
 FATAL_KINDS = ("bad_url", "refused", "unreachable", "tls", "unauthorized")
 ERROR_KINDS = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found", "http_error",
-               "malformed_chunk", "server_error", "incomplete_stream", "empty", "disconnected")
+               "malformed_chunk", "too_large", "server_error", "incomplete_stream", "empty", "disconnected")
 RANDOM_DATASET_SPEC_WARNING = (
     "speculative decoding is on and the dataset is random: random tokens make draft acceptance close to zero, so "
     "these numbers do not show what speculation gives on real text; use dataset coding to see it")
@@ -304,6 +304,7 @@ def stream_chat(base, payload, api_key=None, timeout=600.0, validate_certs=True,
     usage_tokens = None
     done = False
     last = None
+    received = 0
     try:
         req = urlrequest.Request(url, data=body, headers=headers, method="POST")
         resp = _opener(base, validate_certs, use_proxy).open(req, timeout=float(timeout))
@@ -314,6 +315,13 @@ def stream_chat(base, payload, api_key=None, timeout=600.0, validate_certs=True,
             raw = resp.readline(MAX_SSE_LINE)
             if not raw:
                 break
+            received += len(raw)
+            if received > MAX_STREAM_BYTES:
+                raise FetchError("too_large", "%s streamed more than %d bytes for one answer: this is not an SGLang chat "
+                                              "stream; check url" % (url, MAX_STREAM_BYTES))
+            if len(raw) == MAX_SSE_LINE and not raw.endswith(b"\n"):
+                raise FetchError("malformed_chunk", "%s sent an event line longer than %d bytes: this is not an SGLang chat "
+                                                    "stream; check url" % (url, MAX_SSE_LINE))
             line = raw.strip()
             if not line or line.startswith(b":"):
                 continue
@@ -379,29 +387,14 @@ def stream_chat(base, payload, api_key=None, timeout=600.0, validate_certs=True,
         res["ok"] = True
     except FetchError as exc:
         res["error"] = _err(exc.cls, exc.message)
-    except urlerror.HTTPError as exc:
-        try:
-            snippet = exc.read(4096)
-        except (OSError, http.client.HTTPException):
-            snippet = b""
-        finally:
-            exc.close()
-        err = _http_status_error(exc.code, url, snippet, api_key)
-        res["error"] = _err(err.cls, err.message)
-    except urlerror.URLError as exc:
-        err = _classify_os_error(exc, url, host, port, timeout)
-        res["error"] = _err(err.cls, err.message)
-    except (socket.timeout, TimeoutError) as exc:
-        err = _classify_os_error(exc, url, host, port, timeout)
-        res["error"] = _err(err.cls, err.message)
     except (http.client.IncompleteRead, ConnectionResetError, BrokenPipeError, ConnectionAbortedError) as exc:
         res["error"] = _err("disconnected", "%s dropped the connection mid-answer (%s) after %d chunks" % (url, type(exc).__name__, res["chunks"]))
-    except http.client.HTTPException as exc:
-        res["error"] = _err("http_error", "%s did not answer with valid HTTP (%s): check that url points at the SGLang HTTP port"
-                            % (url, type(exc).__name__))
-    except OSError as exc:
-        err = _classify_os_error(exc, url, host, port, timeout)
-        res["error"] = _err(err.cls, err.message)
+    except (urlerror.URLError, http.client.HTTPException, OSError) as exc:
+        cls, message, _status = describe_failure(exc, url, host, port, timeout, api_key)
+        if cls == "not_found":
+            message = ("HTTP 404 from %s: this server has no OpenAI chat endpoint; point url at an SGLang server (not a "
+                       "router without workers or another service)" % url)
+        res["error"] = _err(cls, message)
     finally:
         if resp is not None:
             try:

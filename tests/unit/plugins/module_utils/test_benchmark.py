@@ -496,6 +496,26 @@ def test_malformed_streams(canned, lines, done, kind, text):
     assert out["ok"] is False and out["levels"][0]["errors"] == {kind: 4}
 
 
+def test_chat_endpoint_404_says_what_answered(canned):
+    # /v1/models answers but the chat endpoint does not: e.g. a router without workers or another service
+    srv = canned(chat=lambda h: h._json(404, {"detail": "Not Found"}))
+    res = bm.Client(srv.url, timeout=5).chat({"messages": []})
+    assert res["error"]["kind"] == "not_found"
+    assert res["error"]["message"].startswith("HTTP 404 from %s/v1/chat/completions: this server has no OpenAI chat endpoint" % srv.url)
+
+
+def test_stream_reads_are_bounded(canned, monkeypatch):
+    long_line = b"data: " + b"x" * (bm.MAX_SSE_LINE + 10) + b"\n\n"
+    srv = canned(chat=lambda h: sse(h, [chunk("a"), long_line]))
+    res = bm.Client(srv.url, timeout=10).chat({"messages": []})
+    assert res["error"]["kind"] == "malformed_chunk" and "longer than %d bytes" % bm.MAX_SSE_LINE in res["error"]["message"]
+    monkeypatch.setattr(bm, "MAX_STREAM_BYTES", 4096)
+    srv2 = canned(chat=lambda h: sse(h, [chunk("token %d" % i) for i in range(200)]))
+    res2 = bm.Client(srv2.url, timeout=10).chat({"messages": []})
+    assert res2["error"]["kind"] == "too_large" and "more than 4096 bytes" in res2["error"]["message"]
+    assert 40 < res2["chunks"] < 200
+
+
 def test_bad_options_raise_benchmark_error():
     client = bm.Client("http://127.0.0.1:1")
     for kwargs, match in (({"concurrency": []}, "at least one level"), ({"concurrency": [0]}, ">= 1"),
