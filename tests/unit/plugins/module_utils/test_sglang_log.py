@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log as sl
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import (
     FATAL_CLASSES,
     PHASES,
@@ -26,6 +25,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import (
     audit_path,
     build_rules,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules import required_literals
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import PROBE_LIMIT_PER_MIB
 
 LOGS = "sglang-logs"
 
@@ -348,12 +349,6 @@ def test_setting_kv_dtype_is_not_the_effective_dtype(fixtures_dir):
     assert facts["kv_dtype_effective"] is None and facts["kv_cache_dtype_configured"] == "bfloat16"
 
 
-def test_version_lines():
-    assert audit_bytes(_log("[2026-01-01 00:00:00] SGLang version: 0.5.9"))["facts"]["sglang_version"] == "0.5.9"
-    assert audit_bytes(_log("Successfully installed sglang==0.5.23.post1"))["facts"]["sglang_version"] == "0.5.23.post1"
-    assert audit_bytes(_log("[2026-01-01 00:00:00 TP0] sglang is using nccl==2.21.5"))["facts"]["sglang_version"] is None
-
-
 def test_restart_in_one_file_reports_the_latest_start():
     first = _log(
         "[2026-01-01 00:00:00] server_args=ServerArgs(model_path='/m', kv_cache_dtype='auto', tp_size=8)",
@@ -561,10 +556,13 @@ def test_rule_override_addition_and_waiver(fixtures_dir):
 
 def test_rule_without_literal_scans_every_line(fixtures_dir):
     data = _read(fixtures_dir, "001-qwq32b-tp4-l4-ready-2025-03.log")
-    res = audit_bytes(data, rules=[{"id": "any_health", "severity": "info", "pattern": r"(?i)get /HEALTH"}])
-    want = sum(1 for line in data.split(b"\n") if re.search(rb"(?i)get /health", line))
-    assert want > 0 and {f["rule"]: f["count"] for f in res["findings"]} == {"any_health": want}
+    res = audit_bytes(data, rules=[{"id": "any_load", "severity": "info", "pattern": r"(?i)load WEIGHT"}])
+    want = sum(1 for line in data.split(b"\n") if re.search(rb"(?i)load weight", line))
+    assert want > 0 and {f["rule"]: f["count"] for f in res["findings"]} == {"any_load": want}
     assert res["stats"]["inspected_lines"] == data.count(b"\n")
+    # access lines hold client text: no rule ever counts them
+    health = audit_bytes(data, rules=[{"id": "any_health", "severity": "info", "pattern": r"(?i)get /HEALTH"}])
+    assert re.search(rb"(?i)get /health", data) and health["findings"] == []
 
 
 @pytest.mark.parametrize("rules, allow, message", [
@@ -594,7 +592,7 @@ def test_bad_rules_and_waivers(rules, allow, message):
     (r"\d+ GB|x", None),
 ])
 def test_required_literals(pattern, literals):
-    assert sl._required_literals(pattern) == literals
+    assert required_literals(pattern) == literals
 
 
 def test_every_default_rule_has_a_literal():
@@ -649,21 +647,21 @@ def test_noise_does_not_change_the_facts(fixtures_dir):
 
 
 def test_plan_picks_rare_bytes_and_searches_common_literals_whole():
-    auditor = LogAuditor()
+    scanner = LogAuditor()._scanner
     noise = b"\n".join(NOISE[:3] * 2000) + b"\n"
-    auditor._plan(noise, 0, len(noise))
-    probed = set(lit for entries in auditor._groups.values() for lit, dummy in entries)
+    scanner.plan(noise, 0, len(noise))
+    probed = set(lit for entries in scanner.groups.values() for lit, dummy in entries)
 
     def rate(byte):
         return noise.count(bytes((byte,))) * (1 << 20) / len(noise)
 
     # every byte of "Error" is in most decode/HTTP lines ('E' of EPn and GET): it is searched whole
-    assert b"Error" in auditor._find_literals
-    assert b"server_args" in probed and b"Cache is allocated" in probed
-    for needle in auditor._groups:
-        assert rate(needle[0]) <= sl.PROBE_LIMIT_PER_MIB
-    for lit in auditor._find_literals:
-        assert min(rate(b) for b in lit) > sl.PROBE_LIMIT_PER_MIB
+    assert b"Error" in scanner.find_literals
+    assert b"server_args=" in probed and b"Mamba Cache is allocated" in probed
+    for needle in scanner.groups:
+        assert rate(needle[0]) <= PROBE_LIMIT_PER_MIB
+    for lit in scanner.find_literals:
+        assert min(rate(b) for b in lit) > PROBE_LIMIT_PER_MIB
 
 
 # ----------------------------------------------------------------------------------------------
