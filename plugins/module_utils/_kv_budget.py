@@ -38,6 +38,11 @@ STATE_DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16
 # Inferred-dtype names by bytes per element (16-bit covers bf16 and fp16 alike).
 DTYPE_BY_BYTES = ((4.0, "float32"), (2.0, "bfloat16"), (1.0, "fp8"), (0.5, "fp4"))
 DEFAULT_CONTEXT_LENGTHS = (32768, 131072)
+# Ranges of the inputs: far beyond any GPU or model, small enough that the float math stays finite (1e308 GiB
+# would overflow to inf and then to NaN).
+MAX_GPU_MEMORY_GIB = 65536
+MAX_MAMBA_MEMORY_RATIO = 1000
+MAX_COUNT = 1 << 40
 
 _KV_LINE = re.compile(
     r"KV Cache is allocated\.\s*(?:dtype:\s*(?:torch\.)?(?P<dtype>\w+),\s*)?"
@@ -79,18 +84,26 @@ def state_dtype_bytes(name, what):
     return STATE_DTYPE_BYTES[key]
 
 
-def _positive_int(value, what):
+def _positive_int(value, what, maximum=MAX_COUNT):
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BudgetError("%s must be a positive integer, found %r" % (what, value))
+    if value > maximum:
+        raise BudgetError("%s must be an integer between 1 and %d, found %d" % (what, maximum, value))
     return value
 
 
-def _number(value, what, minimum=0.0):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
-        raise BudgetError("%s must be a number >= %s, found %r" % (what, minimum, value))
-    return float(value)
+def _number(value, what, minimum=0.0, maximum=MAX_GPU_MEMORY_GIB):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BudgetError("%s must be a number between %g and %g, found %r" % (what, minimum, maximum, value))
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or not minimum <= number <= maximum:
+        raise BudgetError("%s must be a number between %g and %g, found %r" % (what, minimum, maximum, value))
+    return number
 
 
 def _arch_int(arch, key):
@@ -136,6 +149,7 @@ def mamba_slot(arch, tp_size, ssm_dtype="float32", conv_dtype="bfloat16"):
     layers = len(ids) if isinstance(ids, list) else (arch.get("num_linear_attention_layers") or 0)
     if not layers:
         return None
+    layers = _positive_int(layers, "num_linear_attention_layers")
     tp_size = _positive_int(tp_size, "tp_size")
     nk = _arch_int(arch, "linear_num_key_heads")
     nv = _arch_int(arch, "linear_num_value_heads")
@@ -168,13 +182,13 @@ def pool_capacity(free_memory_gib, total_memory_gib, mem_fraction_static, kv_byt
     """Tokens (and Mamba slots) SGLang can allocate from the memory left after loading weights."""
     free = _number(free_memory_gib, "free_memory_gib")
     total = _number(total_memory_gib, "total_memory_gib")
-    mfs = _number(mem_fraction_static, "mem_fraction_static")
+    mfs = _number(mem_fraction_static, "mem_fraction_static", maximum=1.0)
     if not 0 < mfs <= 1:
         raise BudgetError("mem_fraction_static must be in (0, 1], found %r" % mem_fraction_static)
     if free > total:
         raise BudgetError("free_memory_gib %.2f exceeds total_memory_gib %.2f: pass the free memory measured after "
                           "the weights load and the GPU's total memory" % (free, total))
-    ratio = _number(mamba_full_memory_ratio, "mamba_full_memory_ratio")
+    ratio = _number(mamba_full_memory_ratio, "mamba_full_memory_ratio", maximum=MAX_MAMBA_MEMORY_RATIO)
     page = _positive_int(page_size, "page_size")
     rest_gib = free - total * (1 - mfs)
     result = {

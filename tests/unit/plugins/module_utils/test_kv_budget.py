@@ -284,3 +284,31 @@ def test_random_arch_only_clean_errors(arch397, mutation, tp, dtype, observed):
         assert str(exc)
         return
     assert result["kv_bytes_per_token_per_gpu"] > 0
+
+
+@pytest.mark.parametrize("option,value,match", [
+    ("free_memory_gib", 1e308, "free_memory_gib must be a number between 0 and 65536, found 1e+308"),
+    ("total_memory_gib", float("inf"), "total_memory_gib must be a number between 0 and 65536, found inf"),
+    ("free_memory_gib", float("nan"), "free_memory_gib must be a number between 0 and 65536, found nan"),
+    ("mem_fraction_static", 1e308, "mem_fraction_static must be a number between 0 and 1, found 1e+308"),
+    ("mamba_full_memory_ratio", 1e308, "mamba_full_memory_ratio must be a number between 0 and 1000"),
+    ("max_mamba_cache_size", 10 ** 400, "max_mamba_cache_size must be an integer between 1 and 1099511627776"),
+    ("page_size", 10 ** 20, "page_size must be an integer between 1 and"),
+])
+def test_out_of_range_memory_inputs_name_the_option_and_range(arch397, option, value, match):
+    # 1e308 GiB once overflowed to inf, then NaN tokens: "cannot convert float NaN to integer"
+    args = dict(free_memory_gib=64.4, total_memory_gib=95.6, mem_fraction_static=0.85)
+    args[option] = value
+    if option == "free_memory_gib" and value == 1e308:
+        args["total_memory_gib"] = 1e308
+    with pytest.raises(kb.BudgetError, match=match.replace("(", "\\(").replace("+", "\\+")):
+        kb.plan(arch397, 8, "bf16", **args)
+
+
+def test_huge_model_config_numbers_are_refused(arch397):
+    arch = dict(arch397, head_dim=10 ** 400)
+    with pytest.raises(kb.BudgetError, match="head_dim must be an integer between 1 and"):
+        kb.plan(arch, 8, "bf16", context_lengths=[131072])
+    arch = dict(arch397, linear_attention_layer_ids=None, num_linear_attention_layers=10 ** 400)
+    with pytest.raises(kb.BudgetError, match="num_linear_attention_layers must be an integer between 1 and"):
+        kb.plan(arch, 8, "bf16")
