@@ -256,6 +256,22 @@ def score_check(items, check, threshold):
             "correct": correct, "total": total, "errors": errors, "items": public}
 
 
+# A question the model answered, if only in its reasoning: graded (wrong), not a request failure.
+MODEL_ANSWER_KINDS = ("no_content",)
+
+
+def request_failure(items):
+    """{kind, message, count, total} when some question got no answer from the chat endpoint (HTTP error, refused, a
+    stream that is not a chat stream...), else None. Such a run says nothing about the model: it is never graded as
+    wrong answers, never compared and never kept as the last good answers."""
+    failed = [it for it in items if it.get("error") and it["error"]["kind"] not in MODEL_ANSWER_KINDS]
+    if not failed:
+        return None
+    first = failed[0]["error"]
+    return {"kind": first["kind"], "message": "the chat endpoint did not answer %d of %d questions (%s: %s)"
+            % (len(failed), len(items), first["kind"], first["message"]), "count": len(failed), "total": len(items)}
+
+
 def answers_of(items):
     """{id: answer} (None for failed requests): what the next run compares with."""
     return dict((it["id"], it.get("answer")) for it in items)

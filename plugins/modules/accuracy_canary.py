@@ -163,6 +163,9 @@ options:
         default: []
 notes:
   - Changes nothing, so it runs in check mode and never reports C(changed).
+  - A question the chat endpoint did not answer (an HTTP error such as 404 or 401, a refused connection, a timeout, an
+    answer that is not a chat stream) is not a wrong answer - the module fails with that error, whatever
+    O(fail_on_failure) says, and grades, compares and keeps nothing (RV(state) and RV(answers) stay empty).
   - Greedy decoding is deterministic for one server build and configuration, but not bit-exact across batch sizes and
     kernels; that is why drift is reported and does not fail by default.
 seealso:
@@ -271,7 +274,7 @@ caveats:
   type: list
   elements: str
 error:
-  description: C({kind, message}) when the server could not be reached, else null.
+  description: C({kind, message}) when the server could not be reached or the chat endpoint did not answer a question, else null.
   returned: always
   type: dict
 summary:
@@ -289,6 +292,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._canary import (
     FIND_SGLANG,
     CanaryError,
     answers_of,
+    request_failure,
     ask_all,
     build_items,
     compare,
@@ -399,6 +403,13 @@ def main():
     model = result["model"] = p["model"] or model or "default"
 
     ask_all(client, items, model, p["seed"], p["max_tokens"], p["parallel"], p["disable_thinking"], p["extra_body"], p["timeout"])
+    failure = request_failure(items)
+    if failure is not None:
+        # no answer is not a wrong answer: nothing is graded, compared or kept
+        result["error"] = {"kind": failure["kind"], "message": failure["message"]}
+        result["summary"] = "FAILED (%s)" % failure["kind"]
+        module.fail_json(msg="accuracy canary against %s failed: %s; nothing was graded or kept" % (client.base, failure["message"]),
+                         changed=False, **result)
     thresholds = {"needle": p["needle_min_recall"], "coding": p["coding_min_score"]}
     checks = dict((name, score_check(items, name, thresholds[name])) for name in p["checks"])
     if run_eval_cfg["enabled"]:

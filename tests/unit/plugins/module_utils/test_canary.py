@@ -207,3 +207,14 @@ def test_canary_with_the_server_down_reports_errors():
     res = cn.score_check(items, "coding", 1.0)
     assert not res["passed"] and res["errors"] == {"refused": len(cn.CODING_QUESTIONS)}
     assert cn.answers_of(items) == dict((it["id"], None) for it in items)
+    failure = cn.request_failure(items)
+    assert failure["kind"] == "refused" and failure["count"] == failure["total"] == len(cn.CODING_QUESTIONS)
+    assert failure["message"].startswith("the chat endpoint did not answer 8 of 8 questions (refused: connection refused at")
+
+
+def test_an_answer_only_in_reasoning_is_a_wrong_answer_not_a_request_failure():
+    items = [{"id": "a", "check": "coding", "error": {"kind": "no_content", "message": "thinking only"}},
+             {"id": "b", "check": "coding", "error": None}]
+    assert cn.request_failure(items) is None
+    items.append({"id": "c", "check": "coding", "error": {"kind": "not_found", "message": "HTTP 404 from x"}})
+    assert cn.request_failure(items)["message"] == "the chat endpoint did not answer 1 of 3 questions (not_found: HTTP 404 from x)"

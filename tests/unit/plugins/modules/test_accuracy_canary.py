@@ -3,11 +3,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """accuracy_canary module: AnsibleModule against the lab's SGLang simulator, healthy and with degraded recall."""
 
+import http.server
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import threading
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -127,6 +129,52 @@ def test_server_down_and_bad_options(capsys):
                         ({"needle_depths": [2.0]}, "fractions between 0 and 1"), ({"parallel": 0}, "parallel must be >= 1")):
         out = run(args, capsys)
         assert out["failed"] and match in out["msg"], out["msg"]
+
+
+class _ModelsButNoChat(http.server.BaseHTTPRequestHandler):
+    """/v1/models answers as SGLang does; /v1/chat/completions is 404 (a router without workers, another service)."""
+
+    def _send(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        if self.path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": "qwen3.5-397b", "max_model_len": 32768}]})
+        else:
+            self._send(404, {"detail": "Not Found"})
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._send(404, {"detail": "Not Found"})
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def no_chat():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelsButNoChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield "http://127.0.0.1:%d" % httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_chat_endpoint_404_is_an_error_never_a_wrong_answer_baseline(sims, no_chat, capsys):
+    good = run(dict(NEEDLES, url=sims[0], needle_contexts=[1024]), capsys)
+    assert good["passed"] and good["state"]["answers"]
+    # even with the failure not failing the task and thresholds of zero, a 404 is not graded, compared or kept
+    res = run(dict(NEEDLES, url=no_chat, needle_contexts=[1024], fail_on_failure=False, needle_min_recall=0.0,
+                   previous=good["state"]), capsys)
+    assert res["failed"] is True and res["passed"] is False
+    assert res["error"]["kind"] == "not_found" and res["summary"] == "FAILED (not_found)"
+    assert "the chat endpoint did not answer 2 of 2 questions (not_found: HTTP 404 from %s/v1/chat/completions" % no_chat in res["msg"]
+    assert res["state"] == {} and res["answers"] == {} and res["hash"] is None and res["drift"] == {}
 
 
 def test_runs_as_a_standalone_module_process(sims, tmp_path):
