@@ -38,7 +38,9 @@ STDERR_BYTES = 4000
 
 # Literals every interesting line contains (on top of one literal per rule): one per keyed line, and the
 # markers of lines that end a start without an SGLang record (exception text, CUDA errors).
-BUILTIN_LITERALS = tuple(sorted(set(entry["literal"] for entry in LOG_LINES))) + ("Error", "Exception", "CUDA error")
+BUILTIN_LITERALS = tuple(sorted(set(
+    lit for entry in LOG_LINES for lit in (entry["literal"] if isinstance(entry["literal"], tuple) else (entry["literal"],))))) + (
+    "Error", "Exception", "CUDA error")
 
 
 def prefilter_literals(rules=None):

@@ -15,7 +15,8 @@ Fields of an entry:
 - ``regex``: what the message must match, AT ITS START (``re.match`` on the message: for a ``record``
   the text after SGLang's ``[time ranks]`` prefix, for a ``print`` the line itself); text that only
   appears later in a message, as in an echoed prompt, never matches;
-- ``literal``: plain text every matching line contains (the scanner looks for it before parsing);
+- ``literal``: plain text every matching line contains (the scanner looks for it before parsing), or a
+  tuple of texts one of which it contains;
 - ``form``: ``record`` (a record of SGLang's logger: accepted only with SGLang's prefix), ``print``
   (printed by SGLang without a prefix: a bare line), ``uvicorn`` (uvicorn's own record, after its
   ``LEVEL:`` prefix), ``text`` (searched anywhere in a line that is neither a request echo nor an
@@ -170,13 +171,14 @@ LOG_LINES = (
     },
     {
         "id": "health_check_failed", "regex": r"Health check failed\. Server couldn't get a response",
-        "literal": "Health check failed", "form": "record", "origin": "sglang", "source": "srt/entrypoints/http_server.py",
+        "literal": "Health check failed. Server couldn't get a response",
+        "form": "record", "origin": "sglang", "source": "srt/entrypoints/http_server.py",
         "emitters": ("error",), "versions": "all",
         "examples": ("Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
                      "tic start time: 10:01:02. last_heartbeat time: 10:00:40",), "legacy": (),
     },
     {
-        "id": "kv_pool_full", "regex": r"KV cache pool is full\. Retract requests", "literal": "KV cache pool is full",
+        "id": "kv_pool_full", "regex": r"KV cache pool is full\. Retract requests", "literal": "KV cache pool is full. Retract requests",
         "form": "record", "origin": "sglang", "source": "srt/managers/scheduler.py", "emitters": ("assign",),
         "versions": "all", "examples": ("KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 512",),
         "legacy": ("KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.7000 -> 0.8000",),
@@ -189,7 +191,8 @@ LOG_LINES = (
     },
     {
         "id": "moe_default_config", "regex": r"Using default MoE kernel config\. Performance might be sub-optimal",
-        "literal": "Using default MoE kernel config", "form": "record", "origin": "sglang",
+        "literal": "Using default MoE kernel config. Performance might be sub-optimal",
+        "form": "record", "origin": "sglang",
         "source": "srt/layers/moe/moe_runner/triton_utils/fused_moe_triton_config.py", "emitters": ("warning",),
         "versions": "all (Triton MoE runner)",
         "examples": ("Using default MoE kernel config. Performance might be sub-optimal! Config file not found at "
@@ -207,21 +210,24 @@ LOG_LINES = (
         # raised as RuntimeError(msg, cls): the message is printed unformatted, "%s" included
         "id": "fp8_scales_unsupported",
         "regex": r".*?Using FP8 KV cache and scaling factors provided but model (?:%s|\S+) does not support loading scaling factors",
-        "literal": "Using FP8 KV cache and scaling factors provided", "form": "text", "origin": "sglang",
+        "literal": "Using FP8 KV cache and scaling factors provided but model ",
+        "form": "text", "origin": "sglang",
         "source": "srt/model_executor/model_runner_components/load_model_utils.py", "emitters": ("raise",), "versions": "all",
         "examples": ("Using FP8 KV cache and scaling factors provided but model %s does not support loading scaling factors.",),
         "legacy": ("Using FP8 KV cache and scaling factors provided but model LlamaForCausalLM does not support loading scaling factors.",),
     },
     {
         "id": "not_enough_memory", "regex": r".*?Not enough memory\. Please try to increase --mem-fraction-static",
-        "literal": "Not enough memory", "form": "text", "origin": "sglang", "source": "srt/model_executor/pool_configurator.py",
+        "literal": "Not enough memory. Please try to increase --mem-fraction-static",
+        "form": "text", "origin": "sglang", "source": "srt/model_executor/pool_configurator.py",
         "emitters": ("assign",), "versions": "all",
         "examples": ("Not enough memory. Please try to increase --mem-fraction-static.",), "legacy": (),
     },
     {
         "id": "rank_load_mismatch",
         "regex": r".*?could finish the model loading, but there are other ranks that didn't finish loading",
-        "literal": "could finish the model loading", "form": "text", "origin": "sglang",
+        "literal": "could finish the model loading, but there are other ranks that didn't finish loading",
+        "form": "text", "origin": "sglang",
         "source": "srt/model_executor/model_runner_components/load_model_utils.py", "emitters": ("raise",), "versions": "all",
         "examples": ("TP rank 3 could finish the model loading, but there are other ranks that didn't finish loading. It is likely due "
                      "to unexpected failures (e.g., OOM) or a slow node.",), "legacy": (),
@@ -234,7 +240,8 @@ LOG_LINES = (
     },
     {
         "id": "no_kernel_image", "regex": r".*?no kernel image is available for execution on the device",
-        "literal": "no kernel image is available", "form": "text", "origin": "external",
+        "literal": "no kernel image is available for execution on the device",
+        "form": "text", "origin": "external",
         "source": "CUDA runtime (cudaGetErrorString), via torch and sgl-kernel", "emitters": (), "versions": "all",
         "examples": ("CUDA error (/sgl-kernel/flash_fwd_launch_template.h:166): no kernel image is available for execution on the device",),
         "legacy": (),
@@ -242,7 +249,7 @@ LOG_LINES = (
     # --- startup failures that are no SGLang record ------------------------------------------------------
     {
         "id": "port_in_use", "regex": r".*?(?:error while attempting to bind on address|[Aa]ddress already in use)",
-        "literal": "ddress", "form": "text", "origin": "python", "source": "asyncio/base_events.py", "emitters": ("assign",),
+        "literal": ("bind on address", "ddress already in use"), "form": "text", "origin": "python", "source": "asyncio/base_events.py", "emitters": ("assign",),
         "versions": "all (uvicorn logs the OSError of asyncio's create_server)",
         "examples": ("error while attempting to bind on address ('0.0.0.0', 30000): address already in use",),
         "legacy": ("[Errno 98] Address already in use",),
