@@ -14,16 +14,17 @@ the drain waits for on the server's own gauges (``sglang:num_running_reqs`` + ``
 
 from __future__ import annotations
 
-import json
 import time
 from urllib import parse as urlparse
 
+from ansible_collections.llmops.sglang.plugins.module_utils._http import host_url
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
     ServerInfoError,
     fetch_endpoint,
     http_call,
     normalize_url,
+    parse_json_object,
 )
 
 WILDCARDS = ("", "0.0.0.0", "::", "[::]")
@@ -41,9 +42,7 @@ def worker_url(bind, port, fallback, scheme="http"):
     addr = "" if bind is None else str(bind)
     if addr in WILDCARDS:
         addr = str(fallback)
-    if ":" in addr and not addr.startswith("["):
-        addr = "[%s]" % addr
-    return "%s://%s:%s" % (scheme, addr, port)
+    return host_url(addr, port, scheme)
 
 
 def url_key(url):
@@ -100,10 +99,8 @@ class Router(object):
                 exc.message = ("HTTP 404 from %s%s: this router has no worker API; sglang-router 0.3 or later has it"
                                % (self.url, path))
             raise
-        try:
-            return json.loads(body.decode("utf-8")) if body.strip() else {}
-        except ValueError:
-            raise RouterError("%s%s answered %d with a body that is not JSON" % (self.url, path, status))
+        # an empty body is fine (DELETE, POST); anything else must be a JSON object, its nesting bounded
+        return parse_json_object(body, self.url + path, self.api_key) if body.strip() else {}
 
     def workers(self):
         return workers_of(self._call("/workers"), self.url)

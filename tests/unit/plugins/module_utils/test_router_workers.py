@@ -4,6 +4,7 @@
 """_router_workers: URL matching on a real GET /workers answer, and every change against SGLang's real router
 (sglang-router 0.3.2 on loopback) in front of two simulated servers."""
 
+import http.server
 import json
 import pathlib
 import sys
@@ -58,6 +59,33 @@ def test_a_listing_that_is_not_the_router_s_is_refused(answer):
 def test_bad_worker_url_is_named():
     with pytest.raises(ServerInfoError, match="no scheme"):
         rw.url_key("10.0.0.11:30000")
+
+
+@pytest.mark.parametrize("body,match", [
+    (b"[" * 100000, "nested too deeply"),  # json.loads raised RecursionError through the module
+    (b"<html>502</html>", "not JSON"),
+    (b'"workers"', "instead of an object"),
+])
+def test_a_router_answer_that_is_not_a_json_object_is_a_clear_error(body, match):
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(FetchError, match=match) as info:
+            rw.Router("http://127.0.0.1:%d" % httpd.server_address[1]).workers()
+        assert info.value.cls == "not_json"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_in_flight_sums_running_and_queued_over_ranks():
