@@ -14,11 +14,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
+
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
 
 DEFAULT_NVCC_DIRS = ("/usr/local/cuda/bin",)
 CACHE_FILE_PREFIX = "nvcc-arch-"
+# A cache file holds a few lines per arch: a larger one is not ours and is ignored (then rewritten).
+MAX_CACHE_BYTES = 1024 * 1024
 KERNEL_SOURCE = "__global__ void llmops_probe(float *x) { x[threadIdx.x] *= 2.0f; }\n"
 
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
@@ -73,14 +76,11 @@ def find_nvcc(explicit=None, path=None, extra_dirs=DEFAULT_NVCC_DIRS):
 
 
 def _run(argv, timeout, cwd=None, env=None):
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, env=env, check=False,
-                              timeout=timeout, universal_newlines=True, errors="replace")
-        return proc.returncode, proc.stdout
-    except subprocess.TimeoutExpired:
+    """(rc, stdout then stderr); rc None when it timed out or printed more than 16 MiB (the text says which)."""
+    rc, out, err, timed_out, _not_found = run_bounded(argv, timeout, env=env, cwd=cwd)
+    if timed_out:
         return None, "timed out after %s s" % timeout
-    except (IOError, OSError) as exc:
-        return 127, str(exc)
+    return rc, out + err
 
 
 def classify_compile_error(output):
@@ -132,11 +132,15 @@ def cache_path(cache_dir, key):
 
 
 def load_cache(path):
+    """The cache file's content; None when it is missing, unreadable, over 1 MiB or not what write_cache writes."""
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CACHE_BYTES + 1)
+        if len(raw) > MAX_CACHE_BYTES:
+            return None
+        data = json.loads(raw.decode("utf-8"))
         return data if isinstance(data, dict) and isinstance(data.get("archs"), dict) else None
-    except (IOError, OSError, ValueError):
+    except (IOError, OSError, ValueError, RecursionError):
         return None
 
 

@@ -554,7 +554,7 @@ def _kill_group(proc):
         pass
 
 
-def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True):
+def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True, cwd=None):
     """Run argv with its output bounded in time and in size; past either, kill its whole process group.
 
     Returns (rc, stdout, stderr, timed_out, not_found); stdout and stderr are text (bytes with text=False). Never
@@ -564,7 +564,7 @@ def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True):
     """
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                start_new_session=True)
+                                cwd=cwd, start_new_session=True)
     except (IOError, OSError) as exc:
         reason = exc.strerror or str(exc)
         return 127, "" if text else b"", reason if text else reason.encode("utf-8", "replace"), False, True

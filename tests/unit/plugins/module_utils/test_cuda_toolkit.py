@@ -191,3 +191,24 @@ def test_module_without_toolkit(capsys, tmp_path):
     result = _run_module(capsys, {"nvcc": str(tmp_path / "nvcc"), "cache_dir": str(tmp_path)})
     assert result.get("failed") is not True and result["installed"] is False
     assert "warnings" not in result  # a host without a toolkit is a normal answer
+
+
+def test_cache_file_reads_are_bounded(tmp_path):
+    good = tmp_path / "good.json"
+    ct.write_cache(str(good), {"nvcc": "/usr/local/cuda/bin/nvcc", "version": "13.0.88", "mtime": 1, "archs": {}})
+    assert ct.load_cache(str(good))["version"] == "13.0.88"
+    big = tmp_path / "big.json"
+    big.write_text('{"archs": {}, "pad": "%s"}' % ("x" * ct.MAX_CACHE_BYTES))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000)
+    for path in (big, deep, tmp_path / "missing.json", tmp_path):
+        assert ct.load_cache(str(path)) is None
+
+
+def test_an_nvcc_that_floods_is_stopped(tmp_path):
+    flood = tmp_path / "nvcc"
+    flood.write_text("#!/bin/sh\nexec yes 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    flood.chmod(0o755)
+    result = ct.collect(nvcc=str(flood), archs=[], cache_dir=str(tmp_path / "cache"), timeout=60)
+    assert result["installed"] is False
+    assert "printed more than 16777216 bytes and was stopped" in result["problems"][0]
