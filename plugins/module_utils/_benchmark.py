@@ -31,13 +31,13 @@ import math
 import os
 import random
 import re
-import subprocess
 import threading
 import time
 from urllib import error as urlerror
 from urllib import request as urlrequest
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import describe_failure
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
     _opener,
@@ -55,6 +55,8 @@ MAX_SSE_LINE = 4 * 1024 * 1024
 MAX_STREAM_BYTES = 256 * 1024 * 1024
 MAX_ERROR_EXAMPLES = 3
 MAX_DISTINCT_PROMPTS = 256
+# Output kept from bench_serving or run_eval (their progress bars included): far more than their summaries.
+MAX_PROCESS_OUTPUT = 64 * 1024 * 1024
 PROMPT_MEMORY_CHARS = 64 * 1024 * 1024
 # Failures that every later request to the same server would repeat: stop the level at once.
 FATAL_KINDS = ("bad_url", "refused", "unreachable", "tls", "unauthorized")
@@ -672,32 +674,22 @@ def run_benchmark(client, concurrency=DEFAULT_CONCURRENCY, dataset="random", inp
 # External tools (sglang.bench_serving, sglang.test.run_eval)
 
 
-def run_process(argv, env_update=None, timeout=3600.0, tail_chars=4000):
-    """Run a command with a time limit: {rc, stdout, stderr_tail, timed_out, error}. Never raises."""
+def run_process(argv, env_update=None, timeout=3600.0, tail_chars=4000, max_bytes=MAX_PROCESS_OUTPUT):
+    """Run a command bounded in time and output: {rc, stdout, stderr_tail, timed_out, error}. Never raises."""
     env = dict(os.environ)
     env.update(env_update or {})
     out = {"rc": None, "stdout": "", "stderr_tail": "", "timed_out": False, "error": None}
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        out["timed_out"] = True
-        out["stdout"] = _text(exc.stdout)
-        out["stderr_tail"] = _text(exc.stderr)[-tail_chars:]
+    rc, stdout, stderr, timed_out, not_found = run_bounded(argv, timeout, env, max_bytes)
+    out.update(stdout=stdout, stderr_tail=stderr[-tail_chars:], timed_out=timed_out)
+    if not_found:
+        out["error"] = "cannot run %s: %s" % (argv[0], stderr)
+    elif timed_out:
         out["error"] = "%s did not finish within %ss" % (" ".join(argv[:3]), _fmt(timeout))
-        return out
-    except OSError as exc:
-        out["error"] = "cannot run %s: %s" % (argv[0], exc.strerror or exc)
-        return out
-    out["rc"] = proc.returncode
-    out["stdout"] = _text(proc.stdout)
-    out["stderr_tail"] = _text(proc.stderr)[-tail_chars:]
+    elif rc is None:
+        out["error"] = stderr.splitlines()[0]  # run_bounded's line: it printed more than max_bytes
+    else:
+        out["rc"] = rc
     return out
-
-
-def _text(data):
-    if data is None:
-        return ""
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -360,7 +360,11 @@ def test_run_process_reports_timeouts_and_missing_programs():
     slow = bm.run_process([sys.executable, "-c", "import time; time.sleep(5)"], timeout=0.5)
     assert slow["timed_out"] and "did not finish within 0.5s" in slow["error"]
     gone = bm.run_process(["/nonexistent/python3"], timeout=5)
-    assert gone["rc"] is None and "cannot run /nonexistent/python3" in gone["error"]
+    assert gone["rc"] is None and gone["error"] == "cannot run /nonexistent/python3: No such file or directory"
+    flood = bm.run_process([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"], timeout=60,
+                           max_bytes=1 << 20)
+    assert flood["rc"] is None and not flood["timed_out"] and len(flood["stdout"]) <= 1 << 20
+    assert flood["error"].startswith("python") and "printed more than 1048576 bytes and was stopped" in flood["error"]
 
 
 # ---------------------------------------------------------------------------------------------
