@@ -5,8 +5,7 @@
 """List the CUDA device code (cubins, PTX) embedded in shared libraries and wheels.
 
 Pure Python (stdlib only, Python 3.9+). Everything that runs ``cuobjdump`` takes a ``runner``
-callable ``runner(argv) -> (rc, stdout, stderr)`` so the Ansible module can pass its own
-``run_command``.
+callable ``runner(argv) -> (rc, stdout, stderr)``; ``default_runner`` bounds its time and output.
 
 Arch naming follows cuobjdump: a cubin for ``sm_120a`` is listed as ``NAME.N.sm_120a.cubin`` and PTX
 for the virtual arch ``compute_120a`` as ``NAME.N.sm_120a.ptx``; both are reported as ``sm_120a``.
@@ -34,13 +33,19 @@ import os
 import re
 import shutil
 import site
-import subprocess
 import sys
 import sysconfig
 import tempfile
 import zipfile
 
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
+
 NO_DEVICE_CODE = "does not contain device code"
+# Bounds (docs/security.md): a library taken out of a wheel (sgl-kernel's largest is about 1.5 GB), cuobjdump's
+# output for one library and the time it may take.
+MAX_LIBRARY_BYTES = 4 * 1024 ** 3
+MAX_CUOBJDUMP_OUTPUT = 256 * 1024 * 1024
+CUOBJDUMP_TIMEOUT = 900
 CUOBJDUMP_PYPI = "nvidia-cuda-cuobjdump"
 
 _LISTING_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(.+?)\s*$")
@@ -219,8 +224,12 @@ def parse_version(stdout):
 # Finding and running cuobjdump
 
 def default_runner(argv):
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
-    return proc.returncode, proc.stdout, proc.stderr
+    """(rc, stdout, stderr) of cuobjdump in the C locale, bounded in time and output; rc -1 when it was stopped."""
+    rc, out, err, timed_out, _not_found = run_bounded(argv, CUOBJDUMP_TIMEOUT, dict(os.environ, LC_ALL="C"),
+                                                      MAX_CUOBJDUMP_OUTPUT)
+    if timed_out:
+        err = "did not finish within %d s and was stopped\n%s" % (CUOBJDUMP_TIMEOUT, err)
+    return (-1 if rc is None else rc), out, err
 
 
 def site_dirs():
@@ -344,6 +353,12 @@ def _inspect_wheel(path, cuobjdump, runner, tmp_dir):
     libraries = []
     with archive:
         members = [m for m in archive.infolist() if not m.is_dir() and is_shared_library(m.filename)]
+        for member in members:
+            # zipfile stops reading a member at its declared size, so checking that bounds what is written
+            if member.file_size > MAX_LIBRARY_BYTES:
+                raise CudaBinaryError("%s: %s unpacks to %d bytes, more than the %d a shared library of a wheel may have; "
+                                      "this is not a wheel to install" % (path, member.filename, member.file_size,
+                                                                          MAX_LIBRARY_BYTES))
         work = tempfile.mkdtemp(prefix="cuda_binary_", dir=tmp_dir)
         try:
             for index, member in enumerate(members):

@@ -184,6 +184,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import (
     CudaBinaryError,
     cuobjdump_version,
+    default_runner,
     find_cuobjdump,
     inspect_path,
     missing_archs,
@@ -221,12 +222,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-
-    def runner(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
-
     try:
-        result, failure = run_module(module.params, runner, module.tmpdir)
+        result, failure = run_module(module.params, default_runner, module.tmpdir)
     except CudaBinaryError as exc:
         module.fail_json(msg=str(exc), missing_archs=[])
     if failure:

@@ -256,3 +256,25 @@ def test_host_library_built_here_has_no_device_code(tmp_path):
 ])
 def test_shared_library_names(name, shared):
     assert cb.is_shared_library(name) is shared
+
+
+def test_a_wheel_member_larger_than_a_library_may_be_is_refused(tmp_path, monkeypatch):
+    import zipfile
+    wheel = tmp_path / "bomb-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(str(wheel), "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("bomb/common_ops.so", b"\0" * 200000)  # 200 KB of zeros deflate to a few hundred bytes
+    monkeypatch.setattr(cb, "MAX_LIBRARY_BYTES", 100000)
+    with pytest.raises(cb.CudaBinaryError, match="bomb/common_ops.so unpacks to 200000 bytes, more than the 100000"):
+        cb.inspect_path(str(wheel), "/nonexistent/cuobjdump", tmp_dir=str(tmp_path))
+    assert os.listdir(str(tmp_path)) == [wheel.name]  # nothing was unpacked
+
+
+def test_a_cuobjdump_that_floods_is_stopped(tmp_path, monkeypatch):
+    flood = tmp_path / "cuobjdump"
+    flood.write_text("#!/bin/sh\nexec yes 'ELF file    1: x.1.sm_120a.cubin'\n")
+    flood.chmod(flood.stat().st_mode | stat.S_IEXEC)
+    library = tmp_path / "libx.so"
+    library.write_bytes(b"\x7fELF")
+    monkeypatch.setattr(cb, "MAX_CUOBJDUMP_OUTPUT", 1 << 20)
+    with pytest.raises(cb.CudaBinaryError, match="libx.so: cuobjdump exited with -1: cuobjdump printed more than 1048576 bytes"):
+        cb.inspect_path(str(library), str(flood))
