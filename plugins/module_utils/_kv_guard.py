@@ -39,6 +39,7 @@ import re
 import shlex
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
+from ansible_collections.llmops.sglang.plugins.module_utils import _redact
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import kv_summary
 
 SIGNALS = ("argv", "checkpoint", "server", "log_dtype", "pool_bytes", "fp8_warning")
@@ -229,36 +230,15 @@ def parse_launch_argv(argv):
     return info
 
 
-SECRET_FLAGS = ("--api-key", "--admin-api-key")
-REDACTED = "********"
+SECRET_FLAGS = _redact.SECRET_FLAGS
+REDACTED = _redact.MASK
 
 
 def redact_argv(argv, secret=None):
-    """A copy of argv with the values of --api-key-like flags (and the given secret) masked."""
+    """A copy of argv with the values of --api-key-like flags (and the given secret) masked (_redact's rules)."""
     if not isinstance(argv, (list, tuple)):
         return argv
-    out, hide_next = [], False
-    for word in argv:
-        word = word if isinstance(word, str) else str(word)
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        head = word.split("=", 1)[0]
-        if head in SECRET_FLAGS:
-            if "=" in word:
-                out.append(head + "=" + REDACTED)
-            else:
-                out.append(word)
-                hide_next = True
-            continue
-        if any(flag + " " in word or flag + "=" in word for flag in SECRET_FLAGS):
-            # a whole command line inside one element (sh -c '...')
-            word = re.sub(r"(--(?:admin-)?api-key)(=|\s+)(\S+)", lambda m: m.group(1) + m.group(2) + REDACTED, word)
-        if secret and secret in word:
-            word = word.replace(secret, REDACTED)
-        out.append(word)
-    return out
+    return _redact.redact_argv(argv, [secret] if secret else ())
 
 
 _EXEC_ARGV_RE = re.compile(r"argv\[\]=(.*?) ; (?:ignore_errors|flags)=", re.S)

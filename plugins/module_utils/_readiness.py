@@ -32,7 +32,7 @@ import re
 import subprocess
 import time
 
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args import is_secret_flag
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import PHASES, LogAuditor
 
 SHOW_PROPERTIES = (
@@ -50,9 +50,6 @@ LATE_LOG_DELAY = 0.3
 FATAL_GRACE = 3.0
 
 _LINE_PREFIX_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:(?:ERROR|WARNING|INFO|CRITICAL):\s+)?")
-_SECRET_ASSIGN_RE = re.compile(
-    r"((?:admin[_-]?)?api[_-]?key|hf[_-]?token|token|password|passwd|secret)(['\"]?\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s,)]+)",
-    re.IGNORECASE)
 _KILL_RE = re.compile(r"Killing process (\d+) \((.*?)\) with signal SIGKILL")
 _TIMED_OUT_RE = re.compile(r"State '([\w-]+)' timed out\. Killing")
 _REMAINS_RE = re.compile(r"Unit process (\d+) \((.*?)\) remains running after unit stopped")
@@ -105,29 +102,15 @@ def http_status(url, timeout):
 
 
 def mask_text(text):
-    """Hide values of secret-looking assignments (api_key='...', HF_TOKEN=...) in a log or command line."""
+    """Hide secrets (api_key='...', HF_TOKEN=..., --api-key X, Bearer X) in a log or command line (_redact's rules)."""
     if not text:
         return text
-    return _SECRET_ASSIGN_RE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    return redact_text(text)
 
 
 def mask_argv(argv):
-    """A command line with the values of secret flags (--api-key X, --hf-token=X) masked."""
-    out, hide_next = [], False
-    for token in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
-        if token.startswith("--") and is_secret_flag(token.split("=", 1)[0]):
-            if "=" in token:
-                out.append(token.split("=", 1)[0] + "=" + MASK)
-            else:
-                out.append(token)
-                hide_next = True
-            continue
-        out.append(mask_text(token))
-    return out
+    """A command line with the values of secret flags (--api-key X, --hf-token=X, --api-k X) masked (_redact's rules)."""
+    return redact_argv(argv)
 
 
 def clean_line(text):

@@ -25,6 +25,7 @@ from urllib import error as urlerror
 from urllib import parse as urlparse
 from urllib import request as urlrequest
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _redact
 from ansible_collections.llmops.sglang.plugins.module_utils._http import UrlError, parse_base_url
 
 DEFAULT_URL = "http://127.0.0.1:30000"
@@ -52,8 +53,6 @@ ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unautho
 # Connection-level failures: the other endpoints of the same server would fail the same way.
 SHARED_FAILURES = ("bad_url", "refused", "unreachable", "tls")
 
-# ServerArgs fields that hold credentials (SGLang versions differ in which of them they blank).
-_SECRET_KEY_RE = re.compile(r"(?:^|_)(?:api_key|secret|password|passwd|private_key)$|^(?:hf_token|token)$", re.I)
 _METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME_RE = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*\"")
 _LABEL_ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n"}
@@ -221,8 +220,7 @@ def http_call(base, path, method, payload=None, api_key=None, timeout=DEFAULT_TI
 def _snippet(body, api_key=None):
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
     text = " ".join(text.split())
-    if api_key:
-        text = text.replace(api_key, REDACTED)
+    text = _redact.redact_text(text, [api_key] if api_key else ())
     return text[:SNIPPET_CHARS]
 
 
@@ -270,7 +268,7 @@ def parse_json_object(body, url, api_key=None):
 
 
 def _secret_key(key):
-    return isinstance(key, str) and bool(_SECRET_KEY_RE.search(key))
+    return _redact.is_secret_name(key)
 
 
 def clean(value, secret=None, depth=0):
@@ -290,8 +288,8 @@ def clean(value, secret=None, depth=0):
         return [clean(item, secret, depth + 1) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-    if isinstance(value, str) and secret and secret in value:
-        return value.replace(secret, REDACTED)
+    if isinstance(value, str):
+        return _redact.redact_text(value, [secret] if secret else ())
     return value
 
 

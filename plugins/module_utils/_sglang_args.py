@@ -28,8 +28,11 @@ import re
 import shutil
 import subprocess
 
-MASK = "********"
-SECRET_WORDS = ("key", "token", "secret", "password", "passwd")
+from ansible_collections.llmops.sglang.plugins.module_utils import _redact
+
+MASK = _redact.MASK
+# The checker (run by SGLang's interpreter, without this collection) masks any flag with a word ending in these.
+SECRET_WORDS = _redact.SECRET_WORDS
 RESULT_MARKER = "LLMOPS_SGLANG_ARGS_CHECK_RESULT="
 
 # Flags SGLang renamed: old spelling -> new spelling and when. Only renames seen in SGLang's releases.
@@ -59,9 +62,8 @@ def split_flag(token):
 
 
 def is_secret_flag(name):
-    """True when a word of the flag name ends in a secret word (api-key, hf-token; not max-total-tokens)."""
-    words = [w for w in re.split(r"[-_]+", name.lstrip("-").lower()) if w]
-    return any(w.endswith(s) for w in words for s in SECRET_WORDS)
+    """True for a secret flag (api-key, hf-token, abbreviations like --api-k; not max-total-tokens): _redact's rule."""
+    return _redact.is_secret_flag("--" + name.lstrip("-"))
 
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -100,23 +102,8 @@ def secret_values(args, positions):
 
 
 def mask(obj, secrets):
-    """Copy of obj with every secret string replaced by MASK, also inside longer strings."""
-    secrets = sorted(set(s for s in secrets if s), key=len, reverse=True)
-    if not secrets:
-        return obj
-
-    def walk(value):
-        if isinstance(value, str):
-            for secret in secrets:
-                value = value.replace(secret, MASK)
-            return value
-        if isinstance(value, dict):
-            return dict((walk(k), walk(v)) for k, v in value.items())
-        if isinstance(value, (list, tuple)):
-            return [walk(v) for v in value]
-        return value
-
-    return walk(obj)
+    """Copy of obj with every secret string (and whatever _redact finds) replaced by MASK, also inside longer strings."""
+    return _redact.redact(obj, secrets)
 
 
 # The script run by the SGLang interpreter. Python 3.9+; prints one RESULT_MARKER line on stdout.

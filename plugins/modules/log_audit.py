@@ -269,6 +269,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_command, audit_path
 
 _INVOCATION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -365,6 +366,8 @@ def main():
     except LogAuditError as exc:
         module.fail_json(msg=to_native(exc))
 
+    # evidence and the fatal line are log text: requests and SGLang's own dump can carry credentials
+    result = redact(result)
     if p["fail_on_findings"] and result["failed_rules"]:
         module.fail_json(msg="log audit failed: %s matched. See findings for evidence and fixes, or waive a rule with allow "
                              "and a reason." % ", ".join(result["failed_rules"]), changed=False, source=source, **result)
