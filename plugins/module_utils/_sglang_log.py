@@ -27,7 +27,7 @@ import tempfile
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_facts import (  # noqa: F401 (public names)
     FATAL_CLASSES, PHASES, StartFacts, TracebackTracker)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_lines import LOG_LINES
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records import ANSI_RE, rank_sort_key, split_records
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records import ANSI_RE, CLIENT_KINDS, rank_sort_key, split_records
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules import (  # noqa: F401 (public names)
     LogAuditError, RuleMatcher, build_rules, build_waivers)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import DEFAULT_MAX_LINE_BYTES, LineScanner
@@ -110,11 +110,15 @@ class LogAuditor(object):
     # -- one line ------------------------------------------------------------------------------
 
     def _line(self, raw, loc):
-        self._tracebacks.on_line()
         text = raw.decode("utf-8", "replace")
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
-        for rec in split_records(text):
+        records = split_records(text)
+        if all(rec.kind in CLIENT_KINDS for rec in records):
+            # an access line or a request echo: client text, which neither counts nor interrupts anything
+            return False
+        self._tracebacks.on_line()
+        for rec in records:
             seen = self._tracebacks.on_record(rec, loc)
             if seen is None:
                 continue  # a frame of an open traceback

@@ -300,9 +300,11 @@ class TracebackTracker(object):
 
     def on_record(self, rec, loc):
         """None for a line inside a traceback (a frame), else (the rank its rules count for, whether it may give facts)."""
+        if rec.kind in CLIENT_KINDS:
+            return rec.rank, False  # client text: no fact, no fatal cause, no part of a traceback
         tb = self._tb
         if tb is not None:
-            if rec.prefixed or rec.kind in CLIENT_KINDS:
+            if rec.prefixed:
                 # another process's line printed into the traceback
                 tb["interleaved"] += 1
                 if tb["interleaved"] > TRACEBACK_INTERLEAVE_LIMIT:
@@ -320,8 +322,6 @@ class TracebackTracker(object):
                     rank = tb["rank"]
                     self.close(text.strip(), loc)
                     return rank, False
-        if rec.kind in CLIENT_KINDS:
-            return rec.rank, False
         msg = rec.msg
         if TRACEBACK_HEADER in msg:
             self._open(rec.rank, loc)

@@ -55,7 +55,8 @@ class LineScanner(object):
     ``alternatives`` lists what a line must hold to be interesting (each entry: runs of text, one of
     which must be there); None parses every line. ``loc`` is the 1-based line number, or the input
     offset of the line when ``count_lines`` is false. The consumer sets ``sequential`` (parse every
-    line while true, e.g. inside a traceback) and ``follow`` (parse this many next lines).
+    line while true, e.g. inside a traceback) and ``follow`` (parse this many next lines); ``on_line``
+    returns False for a line that does not count towards ``follow``.
     """
 
     def __init__(self, on_line, alternatives, max_line_bytes=DEFAULT_MAX_LINE_BYTES, count_lines=True):
@@ -248,8 +249,12 @@ class LineScanner(object):
                     break
                 pos = starts[idx]
                 idx += 1
+                took = False
             elif self.follow:
                 self.follow -= 1
+                took = True
+            else:
+                took = False
             e = find(b"\n", pos, end)
             if e < 0:
                 e = end
@@ -266,7 +271,8 @@ class LineScanner(object):
             else:
                 raw = block[pos:e]
             self.inspected += 1
-            on_line(raw, loc)
+            if on_line(raw, loc) is False and took:
+                self.follow += 1    # the line was not the consumer's to count
             pos = e + 1
         if counting:
             self._lineno = lineno + count(b"\n", counted, end)
