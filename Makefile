@@ -80,3 +80,7 @@ bench-scale: setup ## Play time of site.yml on 1, 4 and 8 lab hosts (serial, for
 
 clean: lab-down
 	rm -rf build .lab tests/output
+
+.PHONY: real-gpu-wheels
+real-gpu-wheels: ## Wheel folder for the real-SGLang run on a GPU machine without network (.real-gpu/, in parts)
+	tests/real_gpu/sglang/wheels.sh $(ROOT)/.real-gpu

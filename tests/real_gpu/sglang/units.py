@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""A stand-in for `systemctl show` and `journalctl`, answering for servers the real-SGLang run started itself.
+
+The GPU machine has no systemd, but `sglang_wait_ready` and the `audit` role's guard read a unit: its state
+and ExecStart (`systemctl show`) and the journal of its current invocation (`journalctl
+_SYSTEMD_INVOCATION_ID=ID -o cat`). run.py starts each server with setsid, its output appended to a log
+file, and writes UNITS/NAME.json ({pid, argv, env, log, invocation_id, start_monotonic_us}); called as
+`systemctl` or `journalctl` (run.py puts both names first on PATH; RG_TOOL says which), this script
+answers from that record: the unit is active while its process lives, ExecStart is the argv, the journal is the log file
+(cursor = byte offset). Only what the collection asks is answered; anything else exits 2 with the reason.
+UNITS is $RG_UNITS.
+"""
+
+import json
+import os
+import sys
+
+SHOW_DEFAULTS = {"LoadState": "not-found", "ActiveState": "inactive", "SubState": "dead", "Result": "success", "NRestarts": "0",
+                 "InvocationID": "", "MainPID": "0", "ExecMainCode": "0", "ExecMainStatus": "0",
+                 "ExecMainStartTimestampMonotonic": "0", "ControlGroup": "", "TimeoutStopUSec": "1min 30s",
+                 "ExecStart": "", "Environment": ""}
+
+
+def units_dir():
+    return os.environ.get("RG_UNITS", "/tmp/real-gpu/units")
+
+
+def load(unit):
+    name = unit[:-len(".service")] if unit.endswith(".service") else unit
+    try:
+        with open(os.path.join(units_dir(), name + ".json")) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def properties(rec):
+    props = dict(SHOW_DEFAULTS)
+    if rec is None:
+        return props
+    running = alive(rec["pid"])
+    argv = " ".join(rec["argv"])
+    props.update(LoadState="loaded", ActiveState="active" if running else "inactive", SubState="running" if running else "dead",
+                 InvocationID=rec["invocation_id"], MainPID=str(rec["pid"] if running else 0),
+                 ExecMainStartTimestampMonotonic=str(rec["start_monotonic_us"]),
+                 Environment=" ".join("%s=%s" % kv for kv in sorted(rec.get("env", {}).items())),
+                 # systemd's rendering of one ExecStart command
+                 ExecStart="{ path=%s ; argv[]=%s ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=%d ; "
+                           "code=(null) ; status=0/0 }" % (rec["argv"][0], argv, rec["pid"]))
+    return props
+
+
+def systemctl(args):
+    if not args or args[0] != "show":
+        return fail("systemctl stand-in: only 'show' is answered, not %r" % args)
+    wanted, value_only, units, rest = [], False, [], args[1:]
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--value":
+            value_only = True
+        elif arg in ("-p", "--property"):
+            wanted += rest.pop(0).split(",")
+        elif arg.startswith("--property="):
+            wanted += arg.split("=", 1)[1].split(",")
+        elif arg == "--":
+            units += rest
+            rest = []
+        elif arg.startswith("-"):
+            return fail("systemctl stand-in: option %s is not answered" % arg)
+        else:
+            units.append(arg)
+    if len(units) != 1:
+        return fail("systemctl stand-in: one unit, got %r" % units)
+    props = properties(load(units[0]))
+    for key in wanted or sorted(props):
+        if key not in props:
+            return fail("systemctl stand-in: property %s is not answered" % key)
+        sys.stdout.write((props[key] if value_only else "%s=%s" % (key, props[key])) + "\n")
+    return 0
+
+
+def journalctl(args):
+    invocation, cursor, show_cursor, unit = None, 0, False, None
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg.startswith("_SYSTEMD_INVOCATION_ID="):
+            invocation = arg.split("=", 1)[1]
+        elif arg == "--after-cursor":
+            cursor = int(rest.pop(0))
+        elif arg == "--show-cursor":
+            show_cursor = True
+        elif arg == "-u":
+            unit = rest.pop(0)
+        elif arg == "-o":
+            if rest.pop(0) != "cat":
+                return fail("journalctl stand-in: only -o cat is answered")
+        elif arg != "--no-pager":
+            return fail("journalctl stand-in: argument %s is not answered" % arg)
+    rec = load(unit) if unit else None
+    if invocation:
+        for name in sorted(os.listdir(units_dir())):
+            cand = load(name[:-len(".json")]) if name.endswith(".json") else None
+            if cand and cand["invocation_id"] == invocation:
+                rec = cand
+    if rec is None:
+        return 1      # journalctl: no entries, no words
+    with open(rec["log"], "rb") as fh:
+        fh.seek(cursor)
+        data = fh.read()
+    # complete lines only: a half-written line waits for the next read
+    data = data[:data.rfind(b"\n") + 1]
+    if not data:
+        return 1
+    out = sys.stdout.buffer
+    out.write(data)
+    if show_cursor:
+        out.write(b"-- cursor: %d\n" % (cursor + len(data)))
+    return 0
+
+
+def fail(message):
+    sys.stderr.write(message + "\n")
+    return 2
+
+
+if __name__ == "__main__":
+    tool = os.environ.get("RG_TOOL") or os.path.basename(sys.argv[0])
+    sys.exit(journalctl(sys.argv[1:]) if tool == "journalctl" else systemctl(sys.argv[1:]))
