@@ -41,8 +41,10 @@ LOG_LINES = (
         "id": "server_args_dump", "regex": r"server_args=(?=ServerArgs\(|\{)", "literal": "server_args=",
         "form": "record", "origin": "sglang", "source": "srt/entrypoints/engine.py", "emitters": ("info",),
         "versions": "all; a dict of resolved values since 0.5.23, ServerArgs(...) repr up to 0.5.16",
-        "examples": ("server_args={'model_path': '/models/qwen', 'kv_cache_dtype': 'bf16', 'tp_size': 8}",),
-        "legacy": ("server_args=ServerArgs(model_path='/models/qwen', kv_cache_dtype='auto', tp_size=4)",),
+        # one format string for both: what changed is the value it prints
+        "examples": ("server_args={'model_path': '/models/qwen', 'kv_cache_dtype': 'bf16', 'tp_size': 8}",
+                     "server_args=ServerArgs(model_path='/models/qwen', kv_cache_dtype='auto', tp_size=4)"),
+        "legacy": (),
     },
     {
         "id": "fp8_no_scales", "regex": r"Using FP8 KV cache but no scaling factors provided",
@@ -149,7 +151,7 @@ LOG_LINES = (
     },
     {
         "id": "uvicorn_running_own", "regex": r"Uvicorn running on ", "literal": "Uvicorn running on ",
-        "form": "uvicorn", "origin": "uvicorn", "source": "config.py", "emitters": ("info",),
+        "form": "uvicorn", "origin": "uvicorn", "source": "config.py", "emitters": ("assign",),
         "versions": "uvicorn 0.51 and later (SGLang 0.5.23 needs uvicorn>=0.51)",
         "examples": ("Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",), "legacy": (),
     },
@@ -214,7 +216,7 @@ LOG_LINES = (
         "form": "text", "origin": "sglang",
         "source": "srt/model_executor/model_runner_components/load_model_utils.py", "emitters": ("raise",), "versions": "all",
         "examples": ("Using FP8 KV cache and scaling factors provided but model %s does not support loading scaling factors.",),
-        "legacy": ("Using FP8 KV cache and scaling factors provided but model LlamaForCausalLM does not support loading scaling factors.",),
+        "legacy": (),
     },
     {
         "id": "not_enough_memory", "regex": r".*?Not enough memory\. Please try to increase --mem-fraction-static",
@@ -233,7 +235,7 @@ LOG_LINES = (
                      "to unexpected failures (e.g., OOM) or a slow node.",), "legacy": (),
     },
     {
-        "id": "cuda_oom", "regex": r".*?(?:CUDA out of memory|OutOfMemoryError)", "literal": "OutOfMemoryError",
+        "id": "cuda_oom", "regex": r".*?(?:CUDA out of memory|OutOfMemoryError)", "literal": ("CUDA out of memory", "OutOfMemoryError"),
         "form": "text", "origin": "external", "source": "torch (c10 CUDA caching allocator, C++)", "emitters": (),
         "versions": "all", "examples": ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",),
         "legacy": ("Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB.",),
@@ -251,35 +253,37 @@ LOG_LINES = (
         "id": "port_in_use", "regex": r".*?(?:error while attempting to bind on address|[Aa]ddress already in use)",
         "literal": ("bind on address", "ddress already in use"), "form": "text", "origin": "python", "source": "asyncio/base_events.py", "emitters": ("assign",),
         "versions": "all (uvicorn logs the OSError of asyncio's create_server)",
-        "examples": ("error while attempting to bind on address ('0.0.0.0', 30000): address already in use",),
+        "examples": ("[Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use",),
         "legacy": ("[Errno 98] Address already in use",),
     },
     {
         "id": "argparse_unrecognized", "regex": r".*?error: unrecognized arguments: ", "literal": "error: unrecognized arguments",
         "form": "text", "origin": "python", "source": "argparse.py", "emitters": ("assign",), "versions": "all",
-        "examples": ("unrecognized arguments: --mamba-scheduler-strategy extra_buffer",), "legacy": (),
+        "examples": ("launch_server.py: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer",), "legacy": (),
     },
     {
         "id": "argparse_bad_argument", "regex": r".*?error: argument -[-\w/]+: ", "literal": "error: argument -",
         "form": "text", "origin": "python", "source": "argparse.py", "emitters": ("assign",), "versions": "all",
-        "examples": ("argument --kv-cache-dtype: invalid choice: 'fp16' (choose from auto, fp8_e5m2, fp8_e4m3)",), "legacy": (),
+        "examples": ("launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'fp16' (choose from auto, fp8_e5m2)",),
+        "legacy": (),
     },
     {
         "id": "argparse_missing", "regex": r".*?error: the following arguments are required: ",
         "literal": "error: the following arguments are required", "form": "text", "origin": "python", "source": "argparse.py",
-        "emitters": ("error",), "versions": "all", "examples": ("the following arguments are required: --model-path",), "legacy": (),
+        "emitters": ("error",), "versions": "all", "examples": ("launch_server.py: error: the following arguments are required: --model-path",),
+        "legacy": (),
     },
     # --- tracebacks ---------------------------------------------------------------------------------------
     {
         "id": "traceback", "regex": r".*?Traceback \(most recent call last\)", "literal": "Traceback (most recent call last)",
         "form": "text", "origin": "python", "source": "traceback.py", "emitters": ("emit",), "versions": "all",
-        "examples": ("Traceback (most recent call last):\n",), "legacy": (),
+        "examples": ("Traceback (most recent call last):",), "legacy": (),
     },
     {
         "id": "traceback_chained", "regex": r"(?:During handling of the above exception|The above exception was the direct cause)",
         "literal": "above exception", "form": "text", "origin": "python", "source": "traceback.py", "emitters": ("assign",),
-        "versions": "all", "examples": ("\nDuring handling of the above exception, another exception occurred:\n\n",
-                                        "\nThe above exception was the direct cause of the following exception:\n\n"),
+        "versions": "all", "examples": ("During handling of the above exception, another exception occurred:",
+                                        "The above exception was the direct cause of the following exception:"),
         "legacy": (),
     },
     {
@@ -304,7 +308,7 @@ LOG_LINES = (
         "examples": ("Benchmark ...",), "legacy": (),
     },
     {
-        "id": "offline_throughput_result", "regex": r"=* Offline Throughput Benchmark Result =*",
+        "id": "offline_throughput_result", "regex": r"=*\s*Offline Throughput Benchmark Result",
         "literal": "Benchmark Result", "form": "print", "origin": "sglang",
         "source": "multimodal_gen/benchmarks/bench_offline_throughput.py", "emitters": ("format",), "versions": "all",
         "examples": (" Offline Throughput Benchmark Result ",), "legacy": (),
