@@ -33,7 +33,7 @@ import subprocess
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import PHASES, LogAuditor
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor, stream_command
 
 SHOW_PROPERTIES = (
     "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
@@ -48,6 +48,8 @@ LATE_LOG_READS = 3
 LATE_LOG_DELAY = 0.3
 # After a fatal log line, how long the process may take to die, so the cause includes what systemd did.
 FATAL_GRACE = 3.0
+# journalctl --show-cursor ends its output with "-- cursor: s=...;i=...;b=...;m=...;t=...;x=..." (about 200 bytes)
+CURSOR_LINE_BYTES = 4096
 
 _LINE_PREFIX_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:(?:ERROR|WARNING|INFO|CRITICAL):\s+)?")
 _KILL_RE = re.compile(r"Killing process (\d+) \((.*?)\) with signal SIGKILL")
@@ -183,58 +185,90 @@ def split_cursor(data):
 
 
 class JournalTracker(object):
-    """Follows the journal of one invocation of a unit and keeps the SGLang log audit of it current."""
+    """Follows the journal of one invocation of a unit and keeps the SGLang log audit of it current.
 
-    def __init__(self, run, journalctl, invocation_id):
-        self.run = run
+    Each update reads only what was written after the last cursor (``--after-cursor``), streamed into the
+    log audit chunk by chunk: memory stays bounded however large the journal grows. ``stream(argv, sink)``
+    runs journalctl and hands its output to sink; it returns (rc, stderr text).
+    """
+
+    def __init__(self, stream, journalctl, invocation_id):
+        self.stream = stream
         self.journalctl = journalctl
         self.invocation_id = invocation_id
         self.auditor = LogAuditor()
         self.cursor = None
         self.error = None
         self.bytes = 0
+        self._tail = b""        # the output's last line so far: the cursor line ends the output
+
+    def _sink(self, data):
+        # hold the last line back until more follows: at the end of the output it is the cursor
+        data = self._tail + data
+        cut = data.rfind(b"\n", 0, len(data) - 1) + 1
+        if len(data) - cut > CURSOR_LINE_BYTES:
+            cut = len(data)     # too long for a cursor line
+        self._tail = data[cut:]
+        if cut:
+            self.bytes += cut
+            self.auditor.feed(data[:cut])
 
     def update(self):
         argv = [self.journalctl, "_SYSTEMD_INVOCATION_ID=" + self.invocation_id, "-o", "cat", "--no-pager", "--show-cursor"]
         if self.cursor:
             argv += ["--after-cursor", self.cursor]
+        self._tail = b""
+        before = self.bytes
         try:
-            rc, out, err = self.run(argv)
-        except UnitError as exc:
-            self.error = str(exc)
+            rc, err = self.stream(argv, self._sink)
+        except (OSError, UnitError) as exc:
+            self.error = "cannot run %s: %s" % (self.journalctl, exc)
             return
-        if rc != 0:
-            # journalctl exits 1 without a word when nothing matches yet
-            if not (rc == 1 and not out and not err):
-                self.error = "journalctl failed (rc=%d): %s" % (rc, err or "no error output")
-            return
-        self.error = None
-        body, cursor = split_cursor(out)
-        if cursor:
-            self.cursor = cursor
+        body, cursor = split_cursor(self._tail)
+        self._tail = b""
         if body:
             self.bytes += len(body)
             self.auditor.feed(body)
+        if cursor:
+            self.cursor = cursor
+        if rc != 0:
+            # journalctl exits 1 without a word when nothing matches yet
+            if not (rc == 1 and self.bytes == before and not err):
+                self.error = "journalctl failed (rc=%d): %s" % (rc, err or "no error output")
+            return
+        self.error = None
 
     @property
     def phase(self):
-        if self.fatal() is not None:
-            return "failed"
-        return PHASES[self.auditor.phase]
+        return self.auditor.progress()["phase"]
 
     @property
     def ready_line(self):
-        return bool(self.auditor.ready)
+        return self.auditor.progress()["ready"]
 
     def fatal(self):
         """{"class", "message"} of the first fatal error the log shows, or None."""
-        if self.auditor.fatal is None:
+        fatal = self.auditor.progress()["fatal"]
+        if fatal is None:
             return None
-        cls, message = self.auditor.fatal["class"], self.auditor.fatal["message"] or ""
-        # the log audit reports this RuntimeError as a python_exception; here it gets a cause of its own
-        if "Not enough memory" in message:
-            cls = "not_enough_memory"
-        return {"class": cls, "message": clean_line(message)}
+        return {"class": fatal["class"], "message": clean_line(fatal["message"] or "")}
+
+    def facts(self):
+        """What the journal showed so far, for the result."""
+        progress = self.auditor.progress()
+        return {"fatal": self.fatal(), "ready_line": progress["ready"], "kv_dtype_effective": progress["kv_dtype_effective"],
+                "kv_cache_dtype_configured": progress["kv_cache_dtype_configured"],
+                "max_total_num_tokens": progress["max_total_num_tokens"], "bytes_read": self.bytes, "error": self.error}
+
+
+def _stream_through(run):
+    """A stream() made of a run() that returns the whole output (for callers that give their own run)."""
+    def stream(argv, sink):
+        rc, out, err = run(argv)
+        if out:
+            sink(out)
+        return rc, err
+    return stream
 
 
 # ----------------------------------------------------------------------------------------------
@@ -288,8 +322,11 @@ def describe_cause(unit, cause):
 
 def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_restarts=None, probe_timeout=5.0,
                systemctl="systemctl", journalctl="journalctl", run=run_command, http=http_status, clock=time.monotonic,
-               sleep=time.sleep, proc_root="/proc"):
+               sleep=time.sleep, proc_root="/proc", stream=None):
     """Poll until ready, failed, the budget is spent (failed) or this call's timeout passed (waiting).
+
+    The journal is read with ``stream(argv, sink)`` (default: journalctl streamed in chunks); a caller that gives
+    its own ``run`` and no ``stream`` has the journal read through that ``run``.
 
     Returns a dict: status (ready, waiting or failed), ready, phase, phases ([{phase, at}], seconds since the
     main process started), elapsed, waited, polls, cause (None or {class, message, source, ...}), unit
@@ -306,10 +343,7 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
     def result(status, cause=None):
         log = None
         if tracker is not None:
-            facts = tracker.auditor.finish()["facts"]
-            log = {"fatal": tracker.fatal(), "ready_line": tracker.ready_line, "kv_dtype_effective": facts["kv_dtype_effective"],
-                   "kv_cache_dtype_configured": facts["kv_cache_dtype_configured"], "max_total_num_tokens": facts["max_total_num_tokens"],
-                   "bytes_read": tracker.bytes, "error": tracker.error}
+            log = tracker.facts()
         phase = "ready" if status == "ready" else (history[-1]["phase"] if history else "starting")
         if cause is not None:
             cause.update(phase=phase, elapsed=round(elapsed, 1), unit=unit_summary(state))
@@ -351,7 +385,8 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
                 return result("ready")
 
         if tracker is None and invocation_id:
-            tracker = JournalTracker(run, journalctl, invocation_id)
+            tracker = JournalTracker(stream or (stream_command if run is run_command else _stream_through(run)), journalctl,
+                                     invocation_id)
         if tracker is not None:
             tracker.update()
             last_phase = tracker.phase

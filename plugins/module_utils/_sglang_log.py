@@ -2,7 +2,8 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Streaming audit of SGLang server logs: the public API (LogAuditor, audit_path, audit_command, audit_bytes).
+"""Streaming audit of SGLang server logs: the public API (LogAuditor, audit_path, audit_command, audit_bytes,
+stream_command).
 
 The work is split by job, each in its own module:
 
@@ -198,13 +199,11 @@ def audit_path(path, chunk_bytes=CHUNK_BYTES, **kwargs):
         return audit_stream(stream, chunk_bytes=chunk_bytes, max_bytes=size, **kwargs)
 
 
-def audit_command(argv, chunk_bytes=CHUNK_BYTES, **kwargs):
-    """Run argv (no shell) and audit its standard output while it streams.
+def stream_command(argv, sink, chunk_bytes=CHUNK_BYTES):
+    """Run argv (no shell) and hand its standard output to sink(bytes) chunk by chunk, never holding it whole.
 
-    Returns (rc, the head of its standard error as text, result). The output is never held whole:
-    a journal can be far larger than memory.
+    Returns (rc, the head of its standard error as text). Raises OSError when argv cannot be started.
     """
-    auditor = LogAuditor(**kwargs)
     with tempfile.TemporaryFile() as errfile:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errfile, stdin=subprocess.DEVNULL)
         try:
@@ -213,12 +212,23 @@ def audit_command(argv, chunk_bytes=CHUNK_BYTES, **kwargs):
                 data = read(chunk_bytes)
                 if not data:
                     break
-                auditor.feed(data)
+                sink(data)
         finally:
             proc.stdout.close()
             rc = proc.wait()
         errfile.seek(0)
         err = errfile.read(STDERR_BYTES).decode("utf-8", "replace").strip()
+    return rc, err
+
+
+def audit_command(argv, chunk_bytes=CHUNK_BYTES, **kwargs):
+    """Run argv (no shell) and audit its standard output while it streams.
+
+    Returns (rc, the head of its standard error as text, result). The output is never held whole:
+    a journal can be far larger than memory.
+    """
+    auditor = LogAuditor(**kwargs)
+    rc, err = stream_command(argv, auditor.feed, chunk_bytes)
     return rc, err, auditor.finish()
 
 

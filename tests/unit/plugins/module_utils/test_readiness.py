@@ -390,3 +390,83 @@ def test_a_bad_unit_name_runs_no_command(unit):
         r.stop_unit(unit, run=system.run, clock=clock, sleep=clock.sleep)
     assert system.calls == [] and not system.stopped
     r.check_unit_name("sglang-qwen@0.service")  # a template instance is a unit name
+
+
+# ----------------------------------------------------------------------------------------------
+# the journal: only what is new, streamed
+
+
+DECODE = (b"[2026-11-30 12:10:00 TP0] Decode batch, #running-req: 12, #full token: 82345, full token usage: 0.31, "
+          b"cuda graph: True, gen throughput (token/s): 93.65, #queue-req: 0\n")
+
+
+class StreamedJournal(object):
+    """journalctl as a stream: the journal grows between polls, the cursor counts lines; chunks of chunk bytes."""
+
+    def __init__(self, pieces, chunk=1 << 20):
+        self.pieces = pieces        # per poll: an iterable of byte blocks written since the last poll
+        self.chunk = chunk
+        self.polls = []
+        self.written = 0
+
+    def __call__(self, argv, sink):
+        after = int(argv[argv.index("--after-cursor") + 1]) if "--after-cursor" in argv else 0
+        assert after == self.written, "a poll starts where the last one ended"
+        self.polls.append(argv)
+        sent = 0
+        for block in self.pieces[len(self.polls) - 1]:
+            self.written += block.count(b"\n")
+            for i in range(0, len(block), self.chunk):
+                sink(block[i:i + self.chunk])
+                sent += 1
+        cursor = b"-- cursor: %d\n" % self.written
+        # the cursor line may arrive cut in two
+        sink(cursor[:5])
+        sink(cursor[5:])
+        return 0, ""
+
+
+def test_each_poll_reads_only_the_new_journal_with_bounded_memory(logs):
+    import tracemalloc
+
+    start = logs("001-qwq32b-tp4-l4-ready-2025-03.log")
+    head = start[:start.index(b"[2025-03-08 12:29:21 TP0] Capture cuda graph begin")]
+    tail = start[len(head):]
+    noise = DECODE * ((1 << 20) // len(DECODE))
+    journal = StreamedJournal([[head], (noise for dummy in range(96)), [tail]], chunk=64 << 10)
+    tracker = r.JournalTracker(journal, "journalctl", "a" * 32)
+    tracker.update()
+    assert tracker.phase == "kv_pool_allocated" and tracker.cursor == str(head.count(b"\n"))
+    tracemalloc.start()
+    tracker.update()           # 96 MiB of decode lines
+    dummy, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 8 << 20, "a poll holds at most a chunk and a line, not the journal (peak %d bytes)" % peak
+    assert tracker.bytes == len(head) + 96 * len(noise)
+    tracker.update()
+    facts = tracker.facts()
+    assert tracker.phase == "ready" and facts["ready_line"] and facts["max_total_num_tokens"] == 46611 and facts["error"] is None
+    assert [("--after-cursor" in argv) for argv in journal.polls] == [False, True, True]
+    assert tracker.bytes == len(start) + 96 * len(noise)
+
+
+def test_stream_command_reads_a_real_journalctl_like_process(tmp_path):
+    script = tmp_path / "journalctl"
+    script.write_text("#!/bin/sh\nprintf '[2026-11-30 12:00:00 TP0] Load weight begin. avail mem=1.00 GB\\n'\n"
+                      "printf '%s\\n' \"-- cursor: s=ab;i=2\"\necho \"$@\" >&2\nexit 0\n")
+    script.chmod(0o755)
+    tracker = r.JournalTracker(r.stream_command, str(script), "a" * 32)
+    tracker.update()
+    assert tracker.cursor == "s=ab;i=2" and tracker.phase == "loading_weights" and tracker.error is None
+
+
+def test_not_enough_memory_is_the_parsers_class():
+    clock = Clock()
+    journal = (b"[2026-11-30 12:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+               b'  File "/x/pool_configurator.py", line 96, in __post_init__\n'
+               b"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.5\n")
+    dead = unit_state(clock, ActiveState="failed", SubState="failed", Result="exit-code", ExecMainCode=1, ExecMainStatus=1)
+    out = wait(FakeSystem(clock, [dead], journal), clock)
+    assert out["cause"]["class"] == "not_enough_memory" and out["log"]["fatal"]["class"] == "not_enough_memory"
+    from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import FATAL_CLASSES, audit_bytes
+    assert "not_enough_memory" in FATAL_CLASSES and audit_bytes(journal)["facts"]["fatal"]["class"] == "not_enough_memory"
