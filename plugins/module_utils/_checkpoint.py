@@ -16,6 +16,8 @@ import json
 import os
 import struct
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
+
 CONFIG_JSON = "config.json"
 HF_QUANT_JSON = "hf_quant_config.json"
 INDEX_JSON = "model.safetensors.index.json"
@@ -24,8 +26,14 @@ SINGLE_SHARD = "model.safetensors"
 # Guards against absurd values in hand-edited or corrupt configs (no real model is near them).
 MAX_LAYERS = 100000
 MAX_DIM = 1 << 24
-# A safetensors header is JSON; real ones are a few MB at most.
-MAX_HEADER_BYTES = 256 * 1024 * 1024
+# A safetensors header is JSON; real ones are a few MB at most and the safetensors library refuses
+# headers over 100 MB.
+MAX_HEADER_BYTES = 100 * 1000 * 1000
+# config.json, hf_quant_config.json and the index are read whole: real ones are kilobytes (an index of a
+# thousand shards is a few MB).
+MAX_JSON_BYTES = 64 * 1024 * 1024
+# No real config nests this deep; deeper JSON is refused before anything walks it.
+MAX_JSON_DEPTH = 64
 
 MODEL_DTYPES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16",
@@ -45,12 +53,38 @@ class CheckpointError(Exception):
 # Files
 
 
+def json_depth_exceeds(value, limit=MAX_JSON_DEPTH):
+    """True when ``value`` nests lists/objects more than ``limit`` deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list)))
+    return False
+
+
+def parse_json_text(raw):
+    """json.loads with the nesting bound; ValueError (the message says why) for anything else than JSON."""
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested deeper than the JSON parser allows")
+    if json_depth_exceeds(data):
+        raise ValueError("nested more than %d levels deep, which no real config does" % MAX_JSON_DEPTH)
+    return data
+
+
 def load_json(path, what=None):
-    """Load a JSON object from ``path``; errors name the file and how to fix it."""
+    """Load a JSON object from ``path`` (at most MAX_JSON_BYTES); errors name the file and how to fix it."""
     label = what or os.path.basename(path)
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_JSON_BYTES + 1)
     except FileNotFoundError:
         raise CheckpointError("%s not found at %s: stage the complete checkpoint there or fix the path" % (label, path))
     except IsADirectoryError:
@@ -58,8 +92,11 @@ def load_json(path, what=None):
     except OSError as exc:
         raise CheckpointError("cannot read %s at %s (%s): make it readable by the user running the task "
                               "(check permissions, or use become)" % (label, path, exc.strerror or exc))
+    if len(raw) > MAX_JSON_BYTES:
+        raise CheckpointError("%s at %s is larger than %d MiB, which no real %s is: the file is corrupt or not "
+                              "the checkpoint's; re-download it" % (label, path, MAX_JSON_BYTES >> 20, label))
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = parse_json_text(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise CheckpointError("%s at %s is not UTF-8 text (byte %d): the file is corrupt; re-download it"
                               % (label, path, exc.start))
@@ -319,17 +356,16 @@ def _sglang_method(parsed):
 
 
 def resolve_kv_cache_dtype_auto(kv_cache_quant_algo, model_dtype):
-    """What ``--kv-cache-dtype auto`` becomes: fp8_e4m3 for an FP8 KV algo, else the model dtype."""
+    """SGLang's last step (mem_cache/kv_cache_dtype.py): FP8 E4M3 iff a string whose upper case is FP8."""
     if isinstance(kv_cache_quant_algo, str) and kv_cache_quant_algo.upper() == "FP8":
         return "fp8_e4m3"
     return model_dtype
 
 
-def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16"):
-    """Which quantization metadata SGLang uses and what ``auto`` KV resolves to.
+def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16", hf_quant_files=None):
+    """Which quantization metadata SGLang uses and what ``auto`` KV resolves to (``_kv_auto``'s rules).
 
-    config.json ``quantization_config`` is read first; ``hf_quant_config.json`` is used when
-    config.json has none, and (newer SGLang) also fills in missing KV-cache metadata.
+    ``model_dtype`` is kept for callers; ``auto`` follows SGLang's own model dtype rule.
     """
     warnings = []
     cfg_qc = config.get("quantization_config") if isinstance(config, dict) else None
@@ -339,39 +375,34 @@ def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16"):
     from_hf = parse_quant_config(hf_quant, HF_QUANT_JSON) if hf_quant is not None else None
     primary = from_cfg or from_hf
 
-    def kv_from(parsed):
-        if parsed and parsed["kv_cache_quant_algo"]:
-            return parsed["kv_cache_quant_algo"], "%s (%s)" % (parsed["source"], parsed["kv_cache_quant_key"])
-        return None, None
-
-    kv_algo, kv_source = kv_from(primary)
-    legacy_algo = kv_algo
-    if kv_algo is None and from_cfg is not None and from_hf is not None:
-        kv_algo, kv_source = kv_from(from_hf)
-        if kv_algo:
-            warnings.append("config.json quantization_config has no KV-cache metadata but %s says %s: SGLang "
-                            "releases with the hf_quant_config.json fallback use it, older ones do not"
-                            % (HF_QUANT_JSON, kv_algo))
-    if from_cfg and from_hf:
-        a, b = from_cfg["kv_cache_quant_algo"], from_hf["kv_cache_quant_algo"]
-        if a and b and a.upper() != b.upper():
-            warnings.append("config.json says KV %s but %s says %s; SGLang uses config.json" % (a, HF_QUANT_JSON, b))
-    if kv_algo and kv_algo.upper() not in ("FP8",):
-        warnings.append("kv_cache_quant_algo %s: older SGLang treats anything but FP8 as 'use the model dtype'; "
-                        "newer releases may pick a matching KV format" % kv_algo)
+    auto = _kv_auto.resolve(config if isinstance(config, dict) else {}, hf_quant, hf_quant_files)
+    warnings.extend(auto.pop("warnings"))
+    raw_kv = auto["kv_cache_quant_algo"]
+    kv_algo = raw_kv if isinstance(raw_kv, str) and raw_kv not in ("", "auto") else None
+    kv_source = "%s (%s)" % (auto["decided_by"], auto["kv_field"]) if kv_algo else None
+    if auto["refused"]:
+        warnings.append("SGLang %s would not start with this checkpoint: %s" % (auto["sglang_version"], auto["refused"]))
+    if from_cfg and from_hf and auto["decided_by"] and auto["decided_by"].startswith("config.json"):
+        hf_kv = from_hf["kv_cache_quant_algo"]
+        if hf_kv and resolve_kv_cache_dtype_auto(hf_kv, "x") != resolve_kv_cache_dtype_auto(kv_algo, "x"):
+            warnings.append("%s says KV %s but SGLang %s reads config.json's quantization_config alone (KV %s); "
+                            "%s is not consulted" % (HF_QUANT_JSON, hf_kv, auto["sglang_version"], kv_algo or "none",
+                                                     HF_QUANT_JSON))
     return {
-        "method": primary["sglang_method"] if primary else None,
+        "method": auto["quantization"] if auto["quantization"] else (primary["sglang_method"] if primary else None),
         "quant_algo": primary["quant_algo"] if primary else None,
         "group_size": primary["group_size"] if primary else None,
         "producer": primary["producer"] if primary else {},
-        "source": primary["source"] if primary else None,
+        "source": auto["decided_by"] or auto["method_from"] or (primary["source"] if primary else None),
         "exclude_modules": primary["exclude_modules"] if primary else [],
         "config_json": from_cfg,
         "hf_quant_config_json": from_hf,
         "kv_cache_quant_algo": kv_algo,
         "kv_cache_quant_source": kv_source,
-        "kv_cache_dtype_auto": resolve_kv_cache_dtype_auto(kv_algo, model_dtype),
-        "kv_cache_dtype_auto_without_hf_fallback": resolve_kv_cache_dtype_auto(legacy_algo, model_dtype),
+        "kv_cache_dtype_auto": auto["kv_cache_dtype_auto"],
+        # SGLang 0.5.23 never falls back to hf_quant_config.json for KV metadata: the same answer.
+        "kv_cache_dtype_auto_without_hf_fallback": auto["kv_cache_dtype_auto"],
+        "kv_auto": auto,
         "warnings": warnings,
     }
 
@@ -414,9 +445,9 @@ def read_safetensors_header(path):
                                   "not safetensors; re-download it" % (name, n, size))
         raw = fh.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise CheckpointError("shard %s has an unreadable safetensors header: re-download it" % name)
+        header = parse_json_text(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError("shard %s has an unreadable safetensors header (%s): re-download it" % (name, exc))
     if not isinstance(header, dict):
         raise CheckpointError("shard %s has a malformed safetensors header: re-download it" % name)
     end = 0
@@ -549,11 +580,23 @@ def scan_shards(directory, index=None, expected_sizes=None):
 # Whole checkpoint
 
 
-def describe_config(config, hf_quant=None):
+def describe_config(config, hf_quant=None, hf_quant_files=None):
     """Architecture + quantization + auto KV dtype for an in-memory config (no files)."""
     arch = parse_architecture(config)
-    quant = resolve_quantization(config, hf_quant, arch["torch_dtype"])
+    quant = resolve_quantization(config, hf_quant, arch["torch_dtype"], hf_quant_files)
     return arch, quant
+
+
+def _hf_quant_files(path, limit=100000):
+    """Names ending in hf_quant_config.json when there are several (SGLang then refuses), else None."""
+    found = []
+    with os.scandir(path) as entries:
+        for count, entry in enumerate(entries):
+            if count >= limit:
+                break
+            if entry.name.endswith(HF_QUANT_JSON):
+                found.append(entry.name)
+    return found if len(found) > 1 else None
 
 
 def inspect_checkpoint(path, expected_sizes=None, scan=True):
@@ -575,7 +618,7 @@ def inspect_checkpoint(path, expected_sizes=None, scan=True):
     index_path = os.path.join(path, INDEX_JSON)
     index = load_json(index_path) if scan and os.path.exists(index_path) else None
 
-    arch, quant = describe_config(config, hf_quant)
+    arch, quant = describe_config(config, hf_quant, _hf_quant_files(path))
     warnings = list(arch.pop("warnings")) + list(quant.pop("warnings"))
     shards, scales = None, None
     if scan:

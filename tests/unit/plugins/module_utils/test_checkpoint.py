@@ -61,7 +61,8 @@ def test_qc02_nested_kv_null_keeps_excludes(quant_dir):
     assert parsed["exclude_modules"][0] == "lm_head"
     assert parsed["exclude_modules"][-1] == "model.norm"
     assert "model.layers.9.mlp.gate" in parsed["exclude_modules"]
-    quant = ck.resolve_quantization({}, _load(quant_dir / "qc02-deepseek-r1-style-nvfp4-kvnull.hf_quant_config.TRIMMED.json"))
+    quant = ck.resolve_quantization({"torch_dtype": "bfloat16"},
+                                    _load(quant_dir / "qc02-deepseek-r1-style-nvfp4-kvnull.hf_quant_config.TRIMMED.json"))
     assert quant["kv_cache_dtype_auto"] == "bfloat16"
     assert quant["source"] == ck.HF_QUANT_JSON
 
@@ -172,13 +173,15 @@ def test_flat_variant_reads_config_json_first(ckpt_dir):
     assert info["quantization"]["exclude_modules"][0] == "lm_head"
 
 
-def test_flat_without_kv_falls_back_to_hf_quant_config(ckpt_dir):
+def test_flat_without_kv_ignores_hf_quant_config(ckpt_dir):
+    # SGLang 0.5.23 builds the quant config from config.json's block alone: hf_quant_config.json's FP8 is not read.
     info = ck.inspect_checkpoint(str(ckpt_dir / (LAB + "-flat-nokv")))
     quant = info["quantization"]
     assert quant["source"] == "config.json:quantization_config"
-    assert info["kv_cache_quant_source"].startswith(ck.HF_QUANT_JSON)
-    assert quant["kv_cache_dtype_auto"] == "fp8_e4m3"
-    assert quant["kv_cache_dtype_auto_without_hf_fallback"] == "bfloat16"
+    assert quant["kv_auto"]["config_class"] == "ModelOptFp4Config"
+    assert info["kv_cache_quant_source"] is None
+    assert quant["kv_cache_dtype_auto"] == quant["kv_cache_dtype_auto_without_hf_fallback"] == "bfloat16"
+    assert any("hf_quant_config.json says KV FP8 but SGLang 0.5.23 reads config.json" in w for w in info["warnings"])
 
 
 def test_plain_model_head_dim_from_hidden_size(ckpt_dir):
@@ -369,7 +372,11 @@ def _describe(config, hf=None):
         assert str(exc)
         return None
     assert isinstance(arch["full_attention_layer_ids"], list)
-    assert quant["kv_cache_dtype_auto"] in ("fp8_e4m3", "bfloat16", "float16", "float32")
+    if quant["kv_auto"]["refused"]:
+        assert quant["kv_cache_dtype_auto"] is None
+        assert any("would not start" in w for w in quant["warnings"])
+    else:
+        assert quant["kv_cache_dtype_auto"] in ("fp8_e4m3", "bfloat16", "float16", "float32")
     return arch
 
 

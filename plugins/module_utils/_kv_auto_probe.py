@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ask the installed SGLang what ``--kv-cache-dtype auto`` becomes for checkpoint directories.
+
+This file is not imported for its functions: its source is sent to the SGLang install's interpreter
+(``python -c SOURCE``, the request on stdin) by ``_kv_auto.run_probe``. It runs SGLang's own code path,
+the one the server runs at start: ``ModelConfig`` (which quantization method the checkpoint selects),
+``model_loader.weight_utils.get_quant_config`` (which file and which config class) and
+``mem_cache.kv_cache_dtype.configure_kv_cache_dtype`` (what ``auto`` becomes). Nothing is loaded
+on a GPU and no weights are read.
+
+It prints one line, ``LLMOPS_KV_AUTO_PROBE_RESULT=<json>``, on stdout; everything SGLang prints goes to
+stderr. Python 3.9+, standard library and SGLang only.
+"""
+
+import json
+import sys
+
+MARKER = "LLMOPS_KV_AUTO_PROBE_RESULT="
+MAX_TEXT = 600
+
+
+def _short(text):
+    text = str(text)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
+
+
+def _plain(value, depth=0):
+    """JSON-safe copy of a config value, bounded in depth and size."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _short(value)
+    if depth > 4:
+        return _short(repr(value))
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in list(value)[:20]]
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v, depth + 1)) for k, v in list(value.items())[:20])
+    return _short(repr(value))
+
+
+def _torchvision_without_ops(torch):
+    """CPU-only test installs: PyPI's torchvision is a CUDA build whose compiled ops cannot load next to a
+    CPU torch, and its import then stops at registering them. SGLang imports torchvision only for image
+    preprocessing; declare the two op schemas it registers so its pure-Python part imports. A host with a
+    working torchvision is left alone. Returns True when the schemas were declared."""
+    import importlib.util
+    if importlib.util.find_spec("torchvision") is None:
+        return False
+    try:
+        import torchvision  # noqa: F401
+        return False
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc):
+            raise
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[name]
+    lib = torch.library.Library("torchvision", "DEF")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _torchvision_without_ops.lib = lib   # the definitions live as long as the library object
+    return True
+
+
+def _dtype_name(torch, dtype):
+    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+    return names.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def probe_one(path, torch, api):
+    """SGLang's answer for one checkpoint directory."""
+    import types
+    answer = {"path": path, "quantization": None, "config_class": None, "kv_cache_quant_algo": None,
+              "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None}
+    stage = "model_config"
+    try:
+        model_config = api["ModelConfig"](model_path=path)
+        answer["quantization"] = model_config.quantization
+        answer["model_dtype"] = _dtype_name(torch, model_config.dtype)
+        stage = "quant_config"
+        quant_config = None
+        if model_config.quantization is not None:
+            quant_config = api["get_quant_config"](model_config, api["LoadConfig"](), {})
+        answer["config_class"] = type(quant_config).__name__ if quant_config is not None else None
+        stage = "kv_cache_dtype"
+        answer["kv_cache_quant_algo"] = _plain(getattr(quant_config, "kv_cache_quant_algo", None))
+        resolved, kv_dtype = api["configure_kv_cache_dtype"](
+            server_args_kv_cache_dtype="auto", model=types.SimpleNamespace(quant_config=quant_config),
+            model_dtype=model_config.dtype, is_draft_worker=False, is_dflash=False,
+            speculative_draft_attention_backend=None)
+        answer["kv_cache_dtype_auto"] = resolved or _dtype_name(torch, kv_dtype)
+    except (Exception, SystemExit) as exc:
+        answer["error"] = _short("%s: %s" % (type(exc).__name__, exc))
+        answer["stage"] = stage
+    return answer
+
+
+def main():
+    request = json.loads(sys.stdin.read())
+    out = sys.stdout
+    sys.stdout = sys.stderr          # whatever SGLang prints stays off the result channel
+    result = {"python_version": "%d.%d.%d" % tuple(sys.version_info[:3])}
+
+    def emit():
+        out.write(MARKER + json.dumps(result) + "\n")
+        out.flush()
+
+    try:
+        import torch
+        result["torchvision_ops_declared"] = _torchvision_without_ops(torch)
+        import sglang
+        from sglang.srt.configs.load_config import LoadConfig
+        from sglang.srt.configs.model_config import ModelConfig
+        from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype
+        from sglang.srt.model_loader.weight_utils import get_quant_config
+    except (Exception, SystemExit) as exc:
+        result["import_error"] = _short("%s: %s" % (type(exc).__name__, exc))
+        emit()
+        return
+    result["sglang_version"] = getattr(sglang, "__version__", None)
+    api = {"ModelConfig": ModelConfig, "LoadConfig": LoadConfig, "get_quant_config": get_quant_config,
+           "configure_kv_cache_dtype": configure_kv_cache_dtype}
+    result["answers"] = [probe_one(str(p), torch, api) for p in request.get("paths", [])]
+    emit()
+
+
+if __name__ == "__main__":
+    main()
