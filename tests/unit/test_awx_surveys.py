@@ -9,6 +9,7 @@ runs on the real surveys (no problem allowed) and on mutated copies (each mutati
 """
 
 import copy
+import json
 import os
 import pathlib
 import subprocess
@@ -39,6 +40,9 @@ SURVEY_TYPES = {
 CHOICE_TYPES = ("multiplechoice", "multiselect")
 # Roles whose variables an injector may set before the role documents them (their specs arrive with them).
 PENDING_ROLES = ("sglang_server", "benchmark")
+# Variables that say where a request goes: the credential's key travels with the requests (audit_url gets the
+# audit's Bearer key, the router sends its key to router_worker_urls_extra), so whoever launches a job must not set them.
+DESTINATION_SUFFIXES = ("_url", "_urls", "_urls_extra", "_endpoint")
 
 
 def _load(path):
@@ -90,6 +94,9 @@ def survey_problems(survey, options):
             problems.append(f"{where}: survey type {qtype} gives {'/'.join(SURVEY_TYPES[qtype])}, role {role} documents {stype}")
         if spec.get("no_log") and qtype != "password":
             problems.append(f"{where}: a secret (no_log in role {role}) must not be a visible survey answer")
+        if var.endswith(DESTINATION_SUFFIXES):
+            problems.append(f"{where}: says where requests go, and the credential's API key goes with them: whoever "
+                            f"launches the job could send it anywhere; set {var} in the inventory")
         if qtype in CHOICE_TYPES:
             asked, allowed = _choices(q.get("choices")), list(spec.get("choices") or [])
             if not allowed:
@@ -247,6 +254,59 @@ def test_role_choice_change_is_caught(options):
     changed = dict(options)
     changed[q["variable"]] = (role, dict(spec, choices=list(spec["choices"]) + ["new_choice"]))
     assert any("differ from role" in p for p in survey_problems(survey, changed))
+
+
+def test_no_survey_asks_where_requests_go(options):
+    """The audit's key goes to audit_url: a launcher must not choose it (nor any other destination)."""
+    asked = {q["variable"] for path in SURVEYS for q in _load(path)["spec"] or []}
+    assert "audit_url" not in asked and [v for v in asked if v.endswith(DESTINATION_SUFFIXES)] == []
+    survey = _load(ROOT / "awx" / "surveys" / "audit.yml")
+    survey["spec"].append({"question_name": "Server URL", "variable": "audit_url", "type": "text", "required": True,
+                           "default": "http://127.0.0.1:30000"})
+    assert any("audit_url" in p and "credential's API key" in p for p in survey_problems(survey, options))
+
+
+def test_job_templates_take_no_free_variables_or_inventory_at_launch():
+    """Extra vars or another inventory at launch would set audit_url past the survey."""
+    play = _load_unsafe(AWX_PLAYBOOK)[0]
+    task = next(t for t in play["tasks"] if "awx.awx.job_template" in t)["awx.awx.job_template"]
+    assert task["ask_variables_on_launch"] is False and task["ask_inventory_on_launch"] is False
+    assert "extra_vars" not in task
+
+
+RENDER = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files:
+    - {root}/roles/sglang_runtime/defaults/main.yml
+    - {root}/roles/sglang_server/defaults/main.yml
+  tasks:
+    - ansible.builtin.debug:
+        msg: "{{{{ [sglang_runtime_checkpoint_path, sglang_server_model_path] | to_json }}}}"
+"""
+
+
+def _paths(tmp_path, extra_vars):
+    play = tmp_path / "paths.yml"
+    play.write_text(RENDER.format(root=ROOT))
+    args = [str(BIN / "ansible-playbook"), str(play)] + (["-e", json.dumps(extra_vars)] if extra_vars else [])
+    env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_STDOUT_CALLBACK="json")
+    result = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"])
+
+
+def test_deploy_survey_checkpoint_directory_drives_runtime_and_server(tmp_path):
+    """Survey answers are extra vars: the one checkpoint question sets where the runtime puts the checkpoint and the
+    directory the server loads; nothing else may set the server's path apart from it."""
+    asked = [q for q in _deploy()["spec"] if "checkpoint_path" in q["variable"] or "model_path" in q["variable"]]
+    assert [q["variable"] for q in asked] == ["sglang_runtime_checkpoint_path"]
+    assert _paths(tmp_path, {"sglang_runtime_checkpoint_path": "/srv/models/qwen-new"}) == ["/srv/models/qwen-new"] * 2
+    assert _paths(tmp_path, None) == [asked[0]["default"]] * 2
+    # an inventory setting the server's path on its own would win over the role default and split the two again
+    setters = [str(p.relative_to(ROOT)) for p in ROOT.glob("inventories/**/*.yml") if "sglang_server_model_path" in p.read_text()]
+    assert setters == []
 
 
 def test_secret_as_visible_question_is_caught(options):
