@@ -25,13 +25,16 @@ import os
 import subprocess
 import tempfile
 
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_facts import (  # noqa: F401 (public names)
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_facts import (
     FATAL_CLASSES, PHASES, StartFacts, TracebackTracker)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_lines import LOG_LINES
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records import ANSI_RE, CLIENT_KINDS, rank_sort_key, split_records
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules import (  # noqa: F401 (public names)
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules import (
     LogAuditError, RuleMatcher, build_rules, build_waivers)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import DEFAULT_MAX_LINE_BYTES, LineScanner
+
+__all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "LogAuditError", "LogAuditor", "audit_bytes", "audit_command",
+           "audit_path", "audit_stream", "build_rules", "prefilter_literals", "stream_command")
 
 CHUNK_BYTES = 1 << 20
 # Bytes read from a command's standard error for its error message.

@@ -20,10 +20,18 @@ description:
   - The log is streamed in chunks with constant memory; over-long lines keep their head and the rest is
     counted. A line is only parsed when it holds one of the audit's key literals, so a log of many GB of
     decode/prefill/HTTP lines is read at about the speed of C(grep).
-  - Understands the line prefixes of real SGLang logs (C([date time DPn PPn TPn EPn]), time-only, C(LEVEL file.py:N:)
-    tags), outer prefixes of journald, container runtimes, Ray and docker compose, ANSI colour codes, tqdm bars
-    with records glued to their end, multi-line and chained tracebacks, truncated files, the server_args dump as
-    C(ServerArgs(...)) or dict, and invalid UTF-8.
+  - Understands the line prefixes of real SGLang logs (C([date time(.ms) DPn PPn TPn EPn]), time-only,
+    C(LEVEL file.py:N:) tags), outer prefixes of journald, container runtimes, Ray and docker compose, ANSI colour
+    codes, tqdm bars with records glued to their end, multi-line and chained tracebacks, truncated files, the
+    server_args dump as C(ServerArgs(...)) or dict, and invalid UTF-8.
+  - Facts and rules come only from SGLang's own log records, matched at the start of their message. uvicorn's access
+    lines and the requests and answers C(--log-requests) echoes hold text chosen by clients; they never give a fact,
+    a finding or a fatal cause, so a request such as C(/?server_args=ServerArgs(kv_cache_dtype='fp8_e4m3')) or a prompt
+    quoting the FP8 warning changes nothing.
+  - Every line the audit keys on is listed, with the SGLang source file that prints it, in
+    C(plugins/module_utils/_sglang_log_lines.py); a unit test checks each against the installed SGLang 0.5.23.
+  - A file is read up to the size it had when the audit began; the journal is streamed. Memory stays bounded
+    (1 MiB chunks, lines cut at 256 KiB).
   - The module never fails because of findings unless O(fail_on_findings=true); it returns RV(failed_rules) for a
     role to assert on.
 author:
@@ -74,8 +82,16 @@ options:
         type: str
         choices: [error, warning, info]
       pattern:
-        description: Python regular expression searched in every log record (prefix included). Required for a new rule.
+        description: Python regular expression (see O(rules[].scope)). Required for a new rule.
         type: str
+      scope:
+        description:
+          - V(line) searches the pattern anywhere in a log record, prefix included (the default for a new rule).
+          - V(message) matches it at the start of the message of one of SGLang's own records, after the
+            C([time ranks]) prefix (the default rules that key on SGLang's lines use it).
+          - Neither ever matches an access line or a request echoed by C(--log-requests).
+        type: str
+        choices: [line, message]
       description:
         description: What the finding means.
         type: str
@@ -108,7 +124,7 @@ options:
 notes:
   - Reads only; supports check mode fully.
   - Default rules, see C(plugins/module_utils/_sglang_log_rules.py) - V(fp8_kv_no_scales) and V(fp8_kv_effective)
-    (FP8 KV cache, error), V(kv_dtype_set_by_model), V(deepgemm_scale_fmt_not_ue8m0),
+    (FP8 KV cache, error), V(kv_dtype_set_by_model),
     V(moe_default_kernel_config) (info), V(cuda_out_of_memory), V(not_enough_memory), V(no_kernel_image),
     V(scheduler_exception), V(child_process_failed), V(rank_load_mismatch), V(health_check_failed),
     V(cli_argument_error), V(kv_pool_full), V(weight_not_loaded).
@@ -167,17 +183,20 @@ facts:
   type: dict
   contains:
     fp8_scale_warning:
-      description: C(Using FP8 KV cache but no scaling factors provided) was printed.
+      description: C(Using FP8 KV cache but no scaling factors provided) was printed. SGLang 0.5.23 prints it only for an
+        explicit C(--kv-cache-dtype fp8_e4m3), never under C(auto).
       type: bool
     kv_cache_dtype_configured:
       description: C(kv_cache_dtype) of the server_args dump; null without a dump or when the dump is cut before it.
       type: str
     kv_dtype_effective:
-      description: Torch dtype of the KV cache from C(Using KV cache dtype) or C(KV Cache is allocated. dtype), or null.
+      description: Torch dtype of the KV cache from C(KV Cache is allocated. dtype) (or C(KV Cache VA upper bound. dtype)
+        with C(SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=1)), or from C(Using KV cache dtype) of SGLang releases before 0.5.23;
+        null otherwise.
       type: str
       sample: torch.float8_e4m3fn
     tp_size:
-      description: C(tp_size) from the dump, else from a C(tp_size=N) field of another SGLang line, else null.
+      description: C(tp_size) from the dump, else from the C(tp_size=N) field of SGLang's C(Context:) line, else null.
       type: int
     model_path:
       description: C(model_path) of the dump, or null.
@@ -186,7 +205,8 @@ facts:
       description: From the scheduler line C(max_total_num_tokens=N, ...) (or a bare C(max_total_num_tokens=N) line).
       type: int
     kv_pools:
-      description: One entry per C(KV Cache is allocated) line with C(rank), C(tokens), C(k_gb), C(v_gb), C(kv_gb), C(dtype).
+      description: One entry per C(KV Cache is allocated) (or C(VA upper bound)) line, labelled pools (C(SWA), C(Full))
+        included, with C(rank), C(tokens), C(k_gb), C(v_gb), C(kv_gb), C(dtype).
       type: list
       elements: dict
     mamba_pool:
@@ -197,15 +217,13 @@ facts:
       description: C(The server is fired up and ready to roll!) was printed.
       type: bool
     fatal:
-      description: The first fatal error as C(class) (C(none), C(cuda_oom), C(no_kernel_image), C(python_exception),
-        C(truncated_traceback), C(port_in_use) (uvicorn could not bind the server port) or C(cli_argument_error) (argparse
-        rejected the command line)), C(message) (the exception or error line), C(line) and C(rank).
+      description: The first fatal error as C(class) (C(none), C(cuda_oom), C(no_kernel_image), C(not_enough_memory) (no
+        room for the KV cache after the weights), C(python_exception), C(truncated_traceback), C(port_in_use) (uvicorn
+        could not bind the server port) or C(cli_argument_error) (argparse rejected the command line)), C(message) (the
+        exception or error line), C(line) and C(rank).
       type: dict
       sample: {"class": "python_exception", "message": "TypeError: cannot unpack non-iterable ForwardMetadata object",
                "line": 151, "rank": "TP7"}
-    sglang_version:
-      description: SGLang version when the log prints one, else null.
-      type: str
     ranks_seen:
       description: Rank tags (C(TP0), C(DP1 TP1 EP1), ...) of the lines the audit parsed.
       type: list
@@ -325,6 +343,7 @@ def main():
                 id=dict(type="str", required=True),
                 severity=dict(type="str", choices=["error", "warning", "info"]),
                 pattern=dict(type="str"),
+                scope=dict(type="str", choices=["line", "message"]),
                 description=dict(type="str"),
                 fix=dict(type="str"),
             )),
@@ -352,6 +371,9 @@ def main():
                 module.fail_json(msg="log file %s does not exist; point path at the file the service writes, or use unit" % path)
             if os.path.isdir(path):
                 module.fail_json(msg="%s is a directory; path must be the log file itself" % path)
+            if not os.path.isfile(path):
+                module.fail_json(msg="%s is not a regular file (a device, pipe or socket has no end to read to); "
+                                     "point path at the log file itself, or use unit" % path)
             source = {"path": path}
             try:
                 result = audit_path(path, **kwargs)

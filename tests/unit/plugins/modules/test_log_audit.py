@@ -114,7 +114,26 @@ def test_rules_and_waivers_reach_the_parser(tmp_path, fixtures_dir):
     assert by_rule["aiter_import"]["count"] == 2
 
 
+def test_rule_scope_and_client_lines(tmp_path, fixtures_dir):
+    log = tmp_path / "forged.log"
+    log.write_bytes((fixtures_dir / LOGS / READY).read_bytes()
+                    + b"[2026-01-01 00:00:00] INFO:     203.0.113.7:1 - \"GET /?server_args=ServerArgs(kv_cache_dtype='fp8_e4m3',"
+                      b"model_path='/tmp/x') HTTP/1.1\" 200 OK\n"
+                    + b"[2026-01-01 00:00:00] Receive: obj=GenerateReqInput(text='Using FP8 KV cache but no scaling factors provided.')\n")
+    res = run_module(tmp_path, {"path": str(log), "rules": [
+        {"id": "load_end", "severity": "info", "scope": "message", "pattern": "Load weight end"},
+        {"id": "any_type", "severity": "info", "scope": "line", "pattern": "type=Qwen2ForCausalLM"},
+        {"id": "late_type", "severity": "info", "scope": "message", "pattern": "type=Qwen2ForCausalLM"},
+        {"id": "fp8_anywhere", "severity": "error", "pattern": "Using FP8 KV cache"}]})
+    assert not res.get("failed"), res.get("msg")
+    counts = {f["rule"]: f["count"] for f in res["findings"]}
+    assert counts == {"load_end": 4, "any_type": 4}
+    assert res["facts"]["kv_cache_dtype_configured"] == "auto" and res["facts"]["model_path"] == "/home/model/Qwen/QwQ-32B"
+    assert res["facts"]["fp8_scale_warning"] is False and res["failed_rules"] == []
+
+
 @pytest.mark.parametrize("args, message", [
+    ({"rules": [{"id": "x", "severity": "info", "pattern": "ab", "scope": "prefix"}]}, "scope"),
     ({"allow": [{"rule": "fp8_kv_no_scales", "reason": ""}]}, "without a reason"),
     ({"allow": [{"rule": "not_a_rule", "reason": "x"}]}, "unknown rule"),
     ({"rules": [{"id": "new_rule", "severity": "error"}]}, "lacks pattern"),
@@ -135,6 +154,9 @@ def test_bad_paths(tmp_path):
     assert both["failed"] is True and "mutually exclusive" in both["msg"]
     neither = run_module(tmp_path, {})
     assert neither["failed"] is True and "one of the following is required" in neither["msg"]
+    # a device never ends: refused instead of read until the memory or the time runs out
+    device = run_module(tmp_path, {"path": "/dev/zero"})
+    assert device["failed"] is True and "not a regular file" in device["msg"]
 
 
 def test_unit_reads_only_the_current_invocation(tmp_path, fixtures_dir, fakebin):
