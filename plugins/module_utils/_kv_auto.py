@@ -379,7 +379,8 @@ def resolve(config, hf_quant=None, hf_quant_files=None):
                 result["kv_field"] = field
             if source_block is not None and not (_is_str(kv) and kv.upper() == "FP8"):
                 result["warnings"] = kv_field_warnings(source_block, cls, decided_by, result["model_dtype"])
-        result["kv_cache_quant_algo"] = kv if kv is None or isinstance(kv, (str, int, float, bool)) else json.dumps(kv)[:80]
+        shown = kv if isinstance(kv, (list, dict)) and len(json.dumps(kv)) <= 200 else json.dumps(kv)[:200]
+        result["kv_cache_quant_algo"] = kv if kv is None or isinstance(kv, (str, int, float, bool)) else shown
     except Refused as exc:
         result["refused"] = str(exc)
         return result
