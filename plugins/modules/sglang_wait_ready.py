@@ -13,8 +13,11 @@ short_description: Wait until an SGLang systemd unit serves, or fail fast naming
 version_added: 0.1.0
 description:
   - Polls, once per O(interval), the unit's state (C(systemctl show)), the journal of its current invocation
-    (read incrementally and parsed by the same SGLang log parser as M(llmops.sglang.log_audit)) and the health
-    URL (C(/health_generate), which runs a one-token generation).
+    (parsed by the same SGLang log parser as M(llmops.sglang.log_audit)) and the health URL (C(/health_generate),
+    which runs a one-token generation).
+  - Each poll reads only the journal written since the last one (C(journalctl --show-cursor --after-cursor)), streamed
+    into the parser in 1 MiB chunks, so memory stays bounded however large the journal grows. Request lines and
+    prompts echoed into the journal never count as a phase or a fatal cause.
   - Succeeds with RV(status=ready) once the health URL answers 200.
   - Fails at once, without waiting out the budget, when the unit failed or exited, when systemd restarted it
     (a crash loop - C(NRestarts) grew, a new C(InvocationID) or C(SubState=auto-restart)), or when the log shows a

@@ -316,3 +316,22 @@ def test_client_line_formats_are_the_ones_the_records_module_knows(site):
         assert parse_record("[2026-12-01 10:00:00] %s{'text': 'x'}" % start).kind == "echo"
     log_utils = (srt / "utils" / "log_utils.py").read_text(encoding="utf-8")
     assert 'logging.Formatter("[%(asctime)s] %(message)s"' in log_utils and "json.dumps(log_data" in log_utils
+
+
+def test_fp8_warning_is_printed_only_for_an_explicit_fp8_e4m3(site):
+    """Under auto the warning never comes (the check sees the setting, not the resolved dtype): its absence says nothing."""
+    entry = BY_ID["fp8_no_scales"]
+    tree = ast.parse(_source_path(site, entry).read_text(encoding="utf-8"))
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    warning = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                   and n.value.startswith("Using FP8 KV cache but no scaling factors"))
+    guards = []
+    node = warning
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.If):
+            guards.append(ast.unparse(node.test))
+    assert "kv_cache_dtype == 'fp8_e4m3'" in guards, guards
