@@ -78,7 +78,7 @@ def refuse(message):
 
 
 def main(argv):
-    if not argv or argv[0] in ("-m", "-c") and len(argv) < 2:
+    if not argv or (argv[0] in ("-m", "-c") and len(argv) < 2):
         return refuse("usage: launch_sglang.py -m MODULE ARGS... | -c CODE ARGS... | SCRIPT ARGS...")
     key = os.environ.pop(KEY_VAR, "")
     args = list(argv)
@@ -99,7 +99,8 @@ def main(argv):
         runpy.run_module(args[1], run_name="__main__", alter_sys=True)
     elif args[0] == "-c":
         sys.argv = ["-c"] + args[2:]
-        exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})  # noqa: S102
+        # python -c: the code runs as __main__ (what the lab's fault cases start)
+        exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})  # pylint: disable=exec-used
     else:
         sys.argv = args
         runpy.run_path(args[0], run_name="__main__")
