@@ -846,7 +846,7 @@ def normalize_baseline(baseline):
             raise BenchmarkError("baseline key %r is not a concurrency level (an integer)" % (key,))
         try:
             number = None if isinstance(value, bool) else float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             number = None
         if number is None or not math.isfinite(number) or number <= 0:
             raise BenchmarkError("baseline for concurrency %d must be a positive number of tok/s, got %r" % (c, value))

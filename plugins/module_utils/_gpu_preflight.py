@@ -168,6 +168,8 @@ def normalize_expectations(expectations):
 def normalize_waivers(waivers):
     """{rule: reason}; unknown rules and missing reasons raise PreflightError."""
     out = {}
+    if waivers is not None and not isinstance(waivers, (list, tuple)):
+        raise PreflightError("waivers must be a list of {rule, reason}, got %s" % type(waivers).__name__)
     for waiver in waivers or []:
         if not isinstance(waiver, dict):
             raise PreflightError("each waiver must be a dict {rule, reason}, got %r" % (waiver,))

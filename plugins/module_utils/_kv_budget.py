@@ -226,6 +226,8 @@ def concurrency(kv_bytes_per_token, context_lengths, max_total_num_tokens=None, 
                 mamba_slots_per_request=1, max_position_embeddings=None):
     """Requests of each context length that fit: KV-limited, Mamba-limited and the smaller of the two."""
     per_req = _positive_int(mamba_slots_per_request, "mamba_slots_per_request")
+    if isinstance(max_position_embeddings, bool) or not isinstance(max_position_embeddings, int):
+        max_position_embeddings = None  # unknown: nothing to compare with
     rows = []
     for length in context_lengths:
         length = _positive_int(length, "context_lengths entry")

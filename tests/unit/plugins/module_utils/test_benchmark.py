@@ -500,6 +500,13 @@ def test_malformed_streams(canned, lines, done, kind, text):
     assert out["ok"] is False and out["levels"][0]["errors"] == {kind: 4}
 
 
+@pytest.mark.parametrize("value", [10 ** 400, float("inf"), "1e999", -1, 0, "x", None, True])
+def test_a_baseline_that_is_not_a_finite_positive_number_is_named(value):
+    # 10**400 raised OverflowError ("int too large to convert to float") from float()
+    with pytest.raises(bm.BenchmarkError, match="baseline for concurrency 8 must be a positive number of tok/s"):
+        bm.normalize_baseline({"8": value})
+
+
 def test_chat_endpoint_404_says_what_answered(canned):
     # /v1/models answers but the chat endpoint does not: e.g. a router without workers or another service
     srv = canned(chat=lambda h: h._json(404, {"detail": "Not Found"}))

@@ -106,6 +106,13 @@ def test_waivers(h200):
     assert [c["status"] for c in result["checks"] if c["rule"] == "gpu_count"] == ["waived"]
 
 
+@pytest.mark.parametrize("waivers", [3, "gpu_count", {"rule": "gpu_count", "reason": "x"}])
+def test_waivers_that_are_not_a_list_are_refused(h200, waivers):
+    # an int here once reached "for waiver in waivers" (TypeError through the filter)
+    with pytest.raises(PreflightError, match="waivers must be a list of {rule, reason}, got"):
+        evaluate(h200["gpu_info"], h200["cuda_toolkit_info"], waivers=waivers)
+
+
 def test_waiving_a_warning(h200):
     result = evaluate(lab_facts("rtxpro6000x8"), h200["cuda_toolkit_info"], waivers=[{"rule": "numa_split", "reason": "2-socket board"}])
     assert rules(result, "warnings") == ["pcie_acs"] and rules(result, "waived") == ["numa_split"]

@@ -312,3 +312,10 @@ def test_huge_model_config_numbers_are_refused(arch397):
     arch = dict(arch397, linear_attention_layer_ids=None, num_linear_attention_layers=10 ** 400)
     with pytest.raises(kb.BudgetError, match="num_linear_attention_layers must be an integer between 1 and"):
         kb.plan(arch, 8, "bf16")
+
+
+@pytest.mark.parametrize("value", ["262144", None, True, [1], 1.5])
+def test_a_max_position_embeddings_that_is_not_an_int_is_not_compared(arch397, value):
+    # a string here raised "'>' not supported between instances of 'int' and 'str'"
+    result = kb.plan(dict(arch397, max_position_embeddings=value), 8, "bf16", context_lengths=[1048576])
+    assert result["concurrency"][0]["exceeds_max_position_embeddings"] is False and result["warnings"] == []
