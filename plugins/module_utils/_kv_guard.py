@@ -6,26 +6,34 @@
 
 Pure Python (stdlib only, Python 3.9+). ``evaluate`` takes the raw inputs (launch argv, the
 checkpoint as read by ``_checkpoint.inspect_checkpoint``, a ``/server_info`` answer, the log
-facts of ``_sglang_log``) and returns one verdict per signal with its evidence:
+facts of ``_sglang_log``) and returns one verdict per signal with its evidence. What the server
+says is read by the rules of its release (``_server_info.kv_summary``: ``/server_info`` version,
+else the log dump's format, else 0.5.23):
 
 argv         ``--kv-cache-dtype`` of the launch command (absent means ``auto``). When no argv
-             is given, the running server's own record of the flag is used: the ServerArgs
-             dump in the log, else the top-level ``kv_cache_dtype`` of ``/server_info``.
-checkpoint   what the checkpoint makes ``auto`` resolve to (FP8 KV metadata -> fp8_e4m3).
-             With an explicit flag SGLang never consults it, so it then repeats the flag.
-server       ``internal_states[*].kv_cache_dtype`` of ``/server_info`` (the schedulers' copy,
-             rewritten to ``fp8_e4m3`` when ``auto`` resolved to FP8; ``auto`` proves nothing).
-log_dtype    ``Using KV cache dtype: torch.X`` / ``KV Cache is allocated. dtype: torch.X``.
+             is given, the running server's record of the flag as typed: ``launch_command`` of
+             ``/server_info`` (0.5.20+); for 0.5.16-style servers the ServerArgs dump in the log,
+             else the top-level ``kv_cache_dtype``. A backend rule of FP8_RULES (SGLang sets
+             fp8_e4m3 over any flag) makes it fp8, naming the rule.
+checkpoint   what the checkpoint makes ``auto`` resolve to (FP8 KV metadata -> fp8_e4m3), or what
+             an architecture rule of FP8_RULES sets ``auto`` to. SGLang consults the checkpoint
+             only when the server args still say ``auto`` after argument processing; otherwise
+             this row repeats them.
+server       0.5.23 rules (0.5.17+): the top-level ``kv_cache_dtype`` (server args after argument
+             resolution; without ``/server_info``, the same value from a log dump known to be a
+             dict); 0.5.16 rules: ``internal_states[*].kv_cache_dtype``, where each scheduler
+             records what ``auto`` resolved to. ``auto`` proves nothing.
+log_dtype    ``KV Cache is allocated. dtype: torch.X`` (``Using KV cache dtype: torch.X`` of older releases).
 pool_bytes   bytes per element of the ``KV Cache is allocated`` pools, from #tokens, the
              logged K (or KV) size, the model's full-attention layers, KV heads per rank and
              head dim (about 2 for bf16, 1 for fp8).
 fp8_warning  ``Using FP8 KV cache but no scaling factors provided``: present -> fp8; absent ->
-             unknown (with ``auto`` the target model resolves after the check and never warns).
+             unknown (SGLang checks the server args, which under ``auto`` still say ``auto``).
 
 Counting: a signal is *available* when its verdict is not ``unknown``. argv and checkpoint are
 one source: the checkpoint counts only when the flag is ``auto`` (then argv itself is
 ``unknown``); with an explicit flag argv counts and the checkpoint row repeats it uncounted.
-The checkpoint resolves the flag the running server got (log dump, /server_info) when known;
+The checkpoint resolves the setting the running server got (log dump, /server_info) when known;
 if that is ``auto`` while the unit's argv is explicit, the row still does not count.
 So the counted (independent) signals are at most one of argv/checkpoint plus server,
 log_dtype, pool_bytes and fp8_warning. Every available signal, counted or not, must agree.
@@ -40,7 +48,14 @@ import shlex
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
-from ansible_collections.llmops.sglang.plugins.module_utils._server_info import kv_summary
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
+    KV_FLAG,
+    flag_value,
+    kv_release,
+    kv_summary,
+    launch_kv_flag,
+    parse_version,
+)
 
 SIGNALS = ("argv", "checkpoint", "server", "log_dtype", "pool_bytes", "fp8_warning")
 VERDICTS = ("bf16", "fp8", "other", "unknown")
@@ -48,7 +63,6 @@ RESULT_VERDICTS = ("bf16", "fp8", "other", "mixed", "insufficient")
 # expected option -> the verdict that passes
 EXPECTED = {"bf16": "bf16", "fp8_e4m3": "fp8"}
 DEFAULT_MIN_SIGNALS = 3
-KV_FLAG = "--kv-cache-dtype"
 TP_FLAGS = ("--tp-size", "--tensor-parallel-size", "--tp")
 MODEL_FLAGS = ("--model-path", "--model")
 MAX_POOLS = 256
@@ -72,6 +86,32 @@ HOW_TO = {
                   "tp_size (from the ServerArgs dump, argv, the server or the tp_size option)",
     "fp8_warning": "only ever says fp8 (its absence proves nothing)",
 }
+
+# SGLang's own argument rules that set --kv-cache-dtype fp8_e4m3 (sglang/srt/arg_groups/ of the release named): a
+# backend rule acts over any flag, an explicit bf16 included; an architecture rule only on auto. A unit test reads
+# the rules from the installed SGLang's source, so this table cannot drift from it. (SGLang 0.5.16 refused
+# tokenspeed_mla without fp8_e4m3 instead of changing the flag.)
+FP8_RULES_RELEASE = "0.5.23"
+FP8_RULES = (
+    {"kind": "attention backend", "names": ("tokenspeed_mla",), "flags": ("--attention-backend", "--decode-attention-backend"),
+     "over": "any", "source": "arg_groups/serving_hook.py", "when": None},
+    {"kind": "architecture", "names": ("MuseSparkForConditionalGeneration",), "flags": (), "over": "auto",
+     "source": "arg_groups/overrides.py", "when": None},
+    # on NVIDIA GPUs; SGLang uses bfloat16 on NPUs
+    {"kind": "architecture", "names": ("DeepseekV4ForCausalLM",), "flags": (), "over": "auto",
+     "source": "arg_groups/overrides.py", "when": None},
+    {"kind": "architecture", "names": ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"),
+     "flags": (), "over": "auto", "source": "arg_groups/model_overrides/minimax_m3.py",
+     "when": "for its NVFP4 (minimax_m3_nvfp4) checkpoints"},
+    {"kind": "architecture", "names": ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+                                       "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
+                                       "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
+                                       "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM"),
+     "flags": (), "over": "auto", "source": "arg_groups/overrides.py",
+     "when": "for a DeepSeek sparse-attention (DSA) checkpoint on an SM100 or newer GPU"},
+)
+WHY_SCALE = ("with no k/v scales loaded SGLang runs an FP8 E4M3 KV cache with scale 1.0 (less accurate, worst on long "
+             "reasoning)")
 
 
 class GuardError(ValueError):
@@ -174,21 +214,10 @@ def _looks_like_sglang(words):
     return False
 
 
-def _flag_value(words, i, flags):
-    """(value, consumed) when words[i] is one of flags (``--f v`` or ``--f=v``), else (None, 0)."""
-    word = words[i]
-    for flag in flags:
-        if word == flag:
-            return (words[i + 1] if i + 1 < len(words) else ""), 2
-        if word.startswith(flag + "="):
-            return word[len(flag) + 1:], 1
-    return None, 0
-
-
 def parse_launch_argv(argv):
-    """What a launch command says about the KV cache: the flag value, tp size, model path, problems."""
+    """What a launch command says about the KV cache: the flag value, tp size, model path, backends, problems."""
     info = {"kv_cache_dtype": None, "flag_form": None, "tp_size": None, "model_path": None, "config_file": None,
-            "sglang": False, "problem": None, "words": 0}
+            "backends": {}, "sglang": False, "problem": None, "words": 0}
     if isinstance(argv, str):
         argv = [argv]
     if not isinstance(argv, (list, tuple)):
@@ -197,36 +226,20 @@ def parse_launch_argv(argv):
     words = _expand(argv)
     info["words"] = len(words)
     info["sglang"] = _looks_like_sglang(words)
+    info["kv_cache_dtype"], info["flag_form"], info["problem"] = launch_kv_flag(words)
+    backend_flags = tuple(flag for rule in FP8_RULES for flag in rule["flags"])
     i = 0
     while i < len(words):
-        word = words[i]
-        value, used = _flag_value(words, i, (KV_FLAG,))
-        if used:
-            # argparse semantics: the last occurrence wins
-            info["kv_cache_dtype"] = value
-            info["flag_form"] = (KV_FLAG + " " + value) if used == 2 else word
-            i += used
-            continue
-        head = word.split("=", 1)[0]
-        if len(head) > len("--kv-c") and KV_FLAG.startswith(head) and head != KV_FLAG:
-            info["problem"] = ("%s abbreviates %s: argparse accepts it, but write the flag in full so it can be "
-                               "audited" % (head, KV_FLAG))
-        value, used = _flag_value(words, i, TP_FLAGS)
-        if used:
-            info["tp_size"] = _positive(value)
-            i += used
-            continue
-        value, used = _flag_value(words, i, MODEL_FLAGS)
-        if used:
-            info["model_path"] = value or None
-            i += used
-            continue
-        value, used = _flag_value(words, i, ("--config",))
-        if used:
-            info["config_file"] = value or None
-            i += used
-            continue
-        i += 1
+        for flags, key in ((TP_FLAGS, "tp_size"), (MODEL_FLAGS, "model_path"), (("--config",), "config_file")):
+            value, used = flag_value(words, i, flags)
+            if used:
+                info[key] = _positive(value) if key == "tp_size" else (value or None)
+                break
+        else:
+            value, used = flag_value(words, i, backend_flags)
+            if used:
+                info["backends"][words[i].split("=", 1)[0]] = value
+        i += used or 1
     return info
 
 
@@ -276,14 +289,41 @@ def select_launch_command(commands):
 # Signals
 
 
-def _launch_flag(inputs, facts, server_sum):
-    """Where the KV flag comes from: (value or None, source label, known, problem, parsed argv info).
+def fp8_rule(backends=None, architecture=None):
+    """The FP8_RULES entry that sets fp8_e4m3 for these attention backends (flag -> value) or this architecture.
 
-    The label says where the value was read and how it was written there.
+    (rule, what it matched) or (None, None); backend rules first (they act over any flag).
+    """
+    for rule in FP8_RULES:
+        if rule["kind"] == "attention backend":
+            for flag in rule["flags"]:
+                if (backends or {}).get(flag) in rule["names"]:
+                    return rule, "%s %s" % (flag, backends[flag])
+        elif architecture in rule["names"]:
+            return rule, "architecture %s" % architecture
+    return None, None
+
+
+def rule_text(rule, matched):
+    """What an FP8 rule does, naming it and where SGLang has it."""
+    what = "over any flag" if rule["over"] == "any" else "when the flag is auto"
+    when = (" " + rule["when"]) if rule["when"] else ""
+    return "%s makes SGLang %s set %s fp8_e4m3 %s%s (sglang/srt/%s)" % (
+        matched, FP8_RULES_RELEASE, KV_FLAG, what, when, rule["source"])
+
+
+def _launch_flag(inputs, facts, server_sum, release):
+    """Where the KV flag as typed comes from: (value or None, label, known, problem, parsed launch command or None).
+
+    argv/unit first, else the running server's record of it: 0.5.23 (0.5.20+): /server_info launch_command;
+    0.5.16: the log's ServerArgs dump, else the top-level kv_cache_dtype of /server_info. Without /server_info,
+    a dump not known to be a dict counts as the flag, as it always did.
     """
     argv_in = inputs.get("argv")
     source = inputs.get("argv_source") if isinstance(inputs.get("argv_source"), str) else "argv"
     argv_error = inputs.get("argv_error")
+    if argv_in is None and server_sum is not None and server_sum["launch_command"] is not None and release != "0.5.16":
+        argv_in, source = server_sum["launch_command"].split(), "/server_info launch_command"
     if argv_in is not None:
         parsed = parse_launch_argv(argv_in)
         if parsed["problem"]:
@@ -306,20 +346,25 @@ def _launch_flag(inputs, facts, server_sum):
         return value, "%s: %s" % (source, _text(parsed["flag_form"])), True, None, parsed
     if isinstance(argv_error, str) and argv_error:
         return None, source, False, "%s: %s" % (source, argv_error), None
-    if facts is not None and isinstance(facts.get("kv_cache_dtype_configured"), str):
-        return facts["kv_cache_dtype_configured"], "log ServerArgs dump: kv_cache_dtype=%r" % facts[
-            "kv_cache_dtype_configured"], True, None, None
-    if server_sum is not None and isinstance(server_sum.get("flag"), str):
-        return server_sum["flag"], "/server_info: kv_cache_dtype=%r" % server_sum["flag"], True, None, None
+    dump = facts.get("kv_cache_dtype_configured") if facts is not None else None
+    # a dict dump (0.5.19+) holds the resolved value, the server signal's; a repr dump the flag (see kv_release)
+    if isinstance(dump, str) and facts.get("server_args_format") != "dict" and (server_sum is None or release == "0.5.16"):
+        return dump, "log ServerArgs dump: kv_cache_dtype=%r" % dump, True, None, None
+    if server_sum is not None and release == "0.5.16" and isinstance(server_sum["flag"], str):
+        return server_sum["flag"], "%s=%r" % (server_sum["flag_from"], server_sum["flag"]), True, None, None
     return None, source, False, None, None
 
 
-def _running_flag(facts, server_sum):
-    """The flag the running server was started with (log dump first, then /server_info)."""
+def _running_setting(facts, server_sum):
+    """The running server's kv_cache_dtype after SGLang's argument processing (log dump first, then /server_info).
+
+    In every release this is what the model runner gets: ``auto`` there is resolved from the checkpoint, any
+    other value is the KV dtype.
+    """
     if facts is not None and isinstance(facts.get("kv_cache_dtype_configured"), str):
         return facts["kv_cache_dtype_configured"], "the log's ServerArgs dump"
-    if server_sum is not None and isinstance(server_sum.get("flag"), str):
-        return server_sum["flag"], "/server_info"
+    if server_sum is not None and isinstance(server_sum["top_level"], str):
+        return server_sum["top_level"], "/server_info"
     return None, None
 
 
@@ -330,11 +375,14 @@ def _same_flag(a, b):
     return _norm(a) == _norm(b)
 
 
-def argv_signal(value, label, known, problem):
+def argv_signal(value, label, known, problem, backend_rule=None):
     if not known:
         why = problem or "no launch command: " + HOW_TO["argv"]
         return _signal("argv", "unknown", why, source=label)
     cls = classify_dtype(value)
+    if backend_rule is not None and _norm(value) != "fp8_e4m3":
+        # the launch configuration gives FP8 whatever the flag says
+        return _signal("argv", "fp8", "%s, but %s" % (label, rule_text(*backend_rule)), source=label)
     if cls == "auto":
         return _signal("argv", "unknown", "%s -> auto: the checkpoint decides (see checkpoint)" % label, source=label)
     if cls == "unknown":
@@ -351,7 +399,14 @@ def _checkpoint_kv(ckpt):
     return auto, legacy, algo, source
 
 
-def checkpoint_signal(ckpt, ckpt_error, flag_value, flag_label, flag_known, argv_counted=False):
+def checkpoint_architecture(ckpt):
+    arch = _dict(ckpt.get("architecture")) if ckpt else None
+    names = arch.get("architectures") if arch else None
+    return names[0] if isinstance(names, list) and names and isinstance(names[0], str) else None
+
+
+def checkpoint_signal(ckpt, ckpt_error, setting, setting_label, setting_known, argv_counted=False, arch_rule=None):
+    """What the KV dtype is given the checkpoint, for the server args' setting (auto: the checkpoint decides)."""
     if ckpt_error:
         return _signal("checkpoint", "unknown", "cannot read the checkpoint: %s" % _text(ckpt_error, 300))
     if ckpt is None:
@@ -359,46 +414,69 @@ def checkpoint_signal(ckpt, ckpt_error, flag_value, flag_label, flag_known, argv
     auto, legacy, algo, source = _checkpoint_kv(ckpt)
     scales = ckpt.get("kv_scales_present")
     where = ("kv_cache_quant_algo %s in %s" % (algo, source)) if algo else "no KV-cache quantization metadata"
-    flag_cls = classify_dtype(flag_value) if flag_known else "unknown"
-    if flag_cls in ("bf16", "fp8", "other"):
-        return _signal("checkpoint", flag_cls, "flag is explicit (%s): SGLang never overrides an explicit value, so the "
-                       "checkpoint (%s) does not change it; same source as argv, not counted" % (flag_label, where),
+    setting_cls = classify_dtype(setting) if setting_known else "unknown"
+    if setting_cls in ("bf16", "fp8", "other"):
+        return _signal("checkpoint", setting_cls, "not auto (%s): SGLang does not consult the checkpoint's KV metadata "
+                       "(%s) for an explicit value; same source as argv, not counted" % (setting_label, where),
                        counted=False)
     auto_cls = classify_dtype(auto)
     legacy_cls = classify_dtype(legacy)
-    if auto_cls in ("unknown", "auto"):
+    if arch_rule is not None and not arch_rule[0]["when"]:
+        # the architecture decides before the checkpoint's quantization is looked at
+        auto, auto_cls = "fp8_e4m3", "fp8"
+        detail = rule_text(*arch_rule)
+    elif auto_cls in ("unknown", "auto"):
         return _signal("checkpoint", "unknown", "cannot tell what auto resolves to from the checkpoint (%s)" % where)
-    detail = "%s makes auto resolve to %s" % (where, auto)
+    else:
+        detail = "%s makes auto resolve to %s" % (where, auto)
+        if arch_rule is not None:
+            detail += "; and %s" % rule_text(*arch_rule)
     if auto_cls == "fp8":
         detail += "; no k_scale/v_scale tensors, so scale 1.0" if scales is False else ""
-    if legacy_cls not in ("unknown", "auto") and legacy_cls != auto_cls:
+    if legacy_cls not in ("unknown", "auto") and legacy_cls != auto_cls and arch_rule is None:
         detail += (" (SGLang releases without the hf_quant_config.json fallback resolve it to %s instead; the riskier "
                    "reading is kept)" % legacy)
-    if flag_cls == "auto":
+    if setting_cls == "auto":
         if argv_counted:
             # the unit's explicit flag already counts for the launch configuration
             return _signal("checkpoint", auto_cls, "flag auto (%s): %s; not counted: argv already counts for the launch "
-                           "configuration" % (flag_label, detail), counted=False)
-        return _signal("checkpoint", auto_cls, "flag auto (%s): %s" % (flag_label, detail))
+                           "configuration" % (setting_label, detail), counted=False)
+        return _signal("checkpoint", auto_cls, "flag auto (%s): %s" % (setting_label, detail))
     return _signal("checkpoint", "unknown", "the launch flag is unknown, so this only says what auto would do: %s"
                    % detail)
 
 
-def server_signal(server_sum, server_error):
-    if server_error:
+def server_signal(server_sum, server_error, facts=None):
+    """What the running server reports, read with its release's rules (see _server_info.kv_summary)."""
+    release = server_sum["release"] if server_sum else None
+    dump = facts.get("kv_cache_dtype_configured") if facts else None
+    if server_sum is None and facts is not None and facts.get("server_args_format") == "dict" and isinstance(dump, str):
+        # SGLang 0.5.19+ logs the server args after argument resolution: the value /server_info would show
+        values, head = [dump], "log server_args dump (a dict: SGLang 0.5.19 or newer, after argument resolution) " \
+                               "kv_cache_dtype=%r" % dump
+        if server_error:
+            head += "; /server_info not read: %s" % _text(server_error, 200)
+        release = "0.5.23"
+    elif server_error:
         return _signal("server", "unknown", "server not reachable: %s" % _text(server_error, 400))
-    if server_sum is None:
+    elif server_sum is None:
         return _signal("server", "unknown", "not queried: " + HOW_TO["server"])
-    resolved = server_sum.get("resolved") or []
-    flag = server_sum.get("flag")
-    head = "/server_info kv_cache_dtype=%r, internal_states[*].kv_cache_dtype=%s" % (flag, _text(resolved, 200))
-    if not resolved:
-        return _signal("server", "unknown", head + ": no scheduler state reports a KV dtype in this SGLang version")
-    classes = [classify_dtype(r) for r in resolved]
+    else:
+        values = server_sum["server_kv"]
+        head = "SGLang %s rules (%s): %s=%s" % (server_sum["release"], server_sum["release_from"],
+                                                server_sum["server_kv_from"], _text(values, 200))
+    if not values:
+        return _signal("server", "unknown", head + ": no KV dtype reported" + (
+            " by any scheduler" if release == "0.5.16" else ""))
+    classes = [classify_dtype(v) for v in values]
     decided = [c for c in classes if c not in ("auto", "unknown")]
     if not decided:
-        return _signal("server", "unknown", head + ": 'auto' means the scheduler kept the flag string; that proves "
-                       "nothing across SGLang versions")
+        if release == "0.5.16":
+            why = "'auto' means the scheduler kept the flag string; that proves nothing across SGLang versions"
+        else:
+            why = ("auto: the model runner resolves it from the checkpoint at load and SGLang 0.5.17 or newer reports "
+                   "that resolution nowhere in /server_info; this proves nothing (see checkpoint, log_dtype, pool_bytes)")
+        return _signal("server", "unknown", "%s: %s" % (head, why))
     # ranks cannot really differ; if they do, the non-bf16 one decides
     bad = [c for c in decided if c != "bf16"]
     return _signal("server", bad[0] if bad else "bf16", head)
@@ -496,8 +574,8 @@ def fp8_warning_signal(facts):
     if facts.get("fp8_scale_warning") is True:
         return _signal("fp8_warning", "fp8", "log: '%s ... Defaulting to scaling factors of 1.0' -> FP8 E4M3 KV cache "
                        "with scale 1.0" % FP8_WARNING)
-    return _signal("fp8_warning", "unknown", "warning absent: proves nothing (with auto the target model resolves the "
-                   "dtype after this check and never prints it)")
+    return _signal("fp8_warning", "unknown", "warning absent: proves nothing (SGLang checks the server args, which under "
+                   "auto still say auto, so an FP8 KV cache chosen by auto never prints it)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,17 +622,31 @@ def render_table(signals):
     return "\n".join(lines)
 
 
-def _fix(verdict, signals, counted, min_signals, explicit_flag, checkpoint_fp8):
+def _over_any_note():
+    """Which launch settings override an explicit bf16, from FP8_RULES."""
+    names = ["%s %s" % (rule["flags"][0], name) for rule in FP8_RULES if rule["over"] == "any" for name in rule["names"]]
+    return "; in SGLang %s only %s overrides an explicit bf16" % (FP8_RULES_RELEASE, " or ".join(names))
+
+
+def _fix(verdict, signals, counted, min_signals, explicit_flag, checkpoint_fp8, backend_rule=None, arch_rule=None):
     by = dict((s["name"], s) for s in signals)
     parts = []
     if verdict in ("fp8", "other", "mixed"):
-        if explicit_flag and by["argv"]["verdict"] != "bf16":
+        if backend_rule is not None:
+            parts.append("%s: choose another attention backend in the unit's ExecStart and restart the unit"
+                         % rule_text(*backend_rule))
+        elif explicit_flag and by["argv"]["verdict"] != "bf16":
             parts.append("the launch command sets %s explicitly to a non-bf16 value: change it to --kv-cache-dtype "
                          "bf16 in the unit's ExecStart and restart the unit" % KV_FLAG)
+        elif arch_rule is not None:
+            parts.append("%s: set --kv-cache-dtype bf16 in the unit's ExecStart and restart the unit"
+                         % rule_text(*arch_rule))
         else:
             parts.append("launch SGLang with --kv-cache-dtype bf16 (in the unit's ExecStart) and restart the unit; "
-                         "an explicit value is never overridden by the checkpoint")
-        if checkpoint_fp8 or verdict == "fp8":
+                         "SGLang does not consult the checkpoint's KV metadata for an explicit value" + _over_any_note())
+        if backend_rule is not None or (arch_rule is not None and not checkpoint_fp8):
+            parts.append("Why: " + WHY_SCALE)
+        elif checkpoint_fp8 or verdict == "fp8":
             parts.append("Why: " + WHY_FP8)
     if verdict == "mixed":
         parts.append("The signals disagree: if the unit was changed, restart it so the server, its log and the unit "
@@ -567,6 +659,26 @@ def _fix(verdict, signals, counted, min_signals, explicit_flag, checkpoint_fp8):
         parts.append("Only %d independent signal(s) available, %d required: make more available: %s"
                      % (counted, min_signals, "; ".join(missing) if missing else "no other source can be added"))
     return ". ".join(parts)
+
+
+def _restart_notes(inputs, flag, flag_known, server_sum, release, run_value, run_label, backend_rule, arch_rule):
+    """A note when the unit's flag is not the one the running server was started with (changed without a restart)."""
+    if inputs.get("argv") is None or not flag_known:
+        return []
+    if release != "0.5.16" and server_sum is not None and server_sum["launch_flag"] is not None:
+        # SGLang 0.5.20+ shows the flag as typed
+        running, label = server_sum["launch_flag"], "/server_info launch_command"
+    elif run_value is not None:
+        running, label = run_value, run_label
+        set_by_rule = backend_rule is not None or (classify_dtype(flag) == "auto" and arch_rule is not None)
+        if release != "0.5.16" and _norm(running) == "fp8_e4m3" and set_by_rule:
+            return []  # SGLang's own rule turned the flag into fp8_e4m3
+    else:
+        return []
+    if _same_flag(flag, running):
+        return []
+    return ["the launch command has --kv-cache-dtype %s but %s shows the running server was started with %s: the "
+            "unit changed without a restart; restart it" % (flag, label, running)]
 
 
 def max_countable(expected_cls):
@@ -608,27 +720,37 @@ def evaluate(inputs):
     info = inputs.get("server_info")
     if info is not None and not isinstance(info, dict) and not server_error:
         server_error = "the /server_info answer is not a JSON object"
-    server_sum = kv_summary(info) if isinstance(info, dict) and not server_error else None
+    # the release's reporting rules: /server_info's version, else the log's server_args dump
+    dump_format = facts.get("server_args_format") if facts else None
+    server_sum = kv_summary(info, dump_format) if isinstance(info, dict) and not server_error else None
+    release = server_sum["release"] if server_sum else kv_release(None, dump_format)[0]
+    version = parse_version(server_sum["version"]) if server_sum else None
+    rules_apply = version is None or version >= parse_version(FP8_RULES_RELEASE)
 
-    flag_value, flag_label, flag_known, problem, parsed = _launch_flag(inputs, facts, server_sum)
-    run_value, run_label = _running_flag(facts, server_sum)
-    notes = []
-    if parsed is not None and flag_known and run_value is not None and not _same_flag(flag_value, run_value):
-        notes.append("the launch command has --kv-cache-dtype %s but %s shows the running server was started with "
-                     "%s: the unit changed without a restart; restart it" % (flag_value, run_label, run_value))
-    # the checkpoint resolves the flag the running server actually got, when that is known
+    flag, flag_label, flag_known, problem, parsed = _launch_flag(inputs, facts, server_sum, release)
+    backend_rule = fp8_rule(backends=parsed["backends"]) if parsed and rules_apply else (None, None)
+    backend_rule = backend_rule if backend_rule[0] is not None and _norm(flag) != "fp8_e4m3" else None
+    arch_rule = fp8_rule(architecture=checkpoint_architecture(ckpt)) if rules_apply else (None, None)
+    arch_rule = arch_rule if arch_rule[0] is not None else None
+    run_value, run_label = _running_setting(facts, server_sum)
+    notes = _restart_notes(inputs, flag, flag_known, server_sum, release, run_value, run_label, backend_rule, arch_rule)
+    # the checkpoint resolves what the running server's model runner got, when that is known
     if run_value is not None:
         ck_value, ck_label, ck_known = run_value, run_label + " kv_cache_dtype=%r" % run_value, True
+    elif backend_rule is not None and flag_known:
+        ck_value, ck_label, ck_known = "fp8_e4m3", flag_label + ", set to fp8_e4m3 by " + backend_rule[1], True
     else:
-        ck_value, ck_label, ck_known = flag_value, flag_label, flag_known
+        ck_value, ck_label, ck_known = flag, flag_label, flag_known
+    ck_auto = ck_known and classify_dtype(ck_value) == "auto"
     arch = _dict(ckpt.get("architecture")) if ckpt else None
     tp_size, tp_label = _tp_size(inputs, facts, server_sum, parsed)
 
-    argv_sig = argv_signal(flag_value, flag_label, flag_known, problem)
+    argv_sig = argv_signal(flag, flag_label, flag_known, problem, backend_rule)
     signals = [
         argv_sig,
-        checkpoint_signal(ckpt, ckpt_error, ck_value, ck_label, ck_known, argv_sig["counted"]),
-        server_signal(server_sum, server_error),
+        checkpoint_signal(ckpt, ckpt_error, ck_value, ck_label, ck_known, argv_sig["counted"],
+                          arch_rule if ck_auto or not ck_known else None),
+        server_signal(server_sum, server_error, facts),
         log_dtype_signal(facts),
         pool_signal(facts, arch, tp_size, tp_label),
         fp8_warning_signal(facts),
@@ -638,7 +760,8 @@ def evaluate(inputs):
     waived = passed and expected_cls == "fp8" and verdict == "fp8"
     explicit_flag = classify_dtype(ck_value if ck_known else None) in ("bf16", "fp8", "other")
     auto, _legacy, _algo, _src = _checkpoint_kv(ckpt) if ckpt else (None, None, None, None)
-    fix = None if passed else _fix(verdict, signals, counted, min_signals, explicit_flag, classify_dtype(auto) == "fp8")
+    fix = None if passed else _fix(verdict, signals, counted, min_signals, explicit_flag, classify_dtype(auto) == "fp8",
+                                   backend_rule, arch_rule if ck_auto else None)
     if facts is not None and ckpt is not None and isinstance(facts.get("model_path"), str) and isinstance(ckpt.get("path"), str):
         if os.path.isabs(facts["model_path"]) and os.path.normpath(facts["model_path"]) != os.path.normpath(ckpt["path"]):
             notes.append("the log's model_path %s is not the checkpoint given (%s): the checkpoint signal may describe "

@@ -307,28 +307,139 @@ def _str_or_none(value):
     return value if isinstance(value, str) else None
 
 
-def kv_summary(info):
-    """KV-cache facts of a /server_info answer.
+# How SGLang releases report the KV cache dtype, read from each release's source (paths under sglang/srt/):
+# * Every release: the top-level kv_cache_dtype of /server_info (and of the log's server_args= dump) is the
+#   server args after SGLang's argument processing: the flag as given, or what a backend or architecture rule
+#   set (arg_groups/). Never what `auto` resolves to from the checkpoint: the model runner does that at load.
+# * Through 0.5.16 each scheduler records that resolution in its own server args
+#   (model_executor/model_runner.py _record_kv_cache_dtype), so internal_states[*].kv_cache_dtype says
+#   fp8_e4m3 for `auto` with an FP8 checkpoint. From 0.5.17 the runner keeps it to itself
+#   (kv_cache_dtype_str) and internal_states repeat the server args: `auto` stays `auto`.
+# * From 0.5.19 the server_args= dump is a dict of resolved values (entrypoints/engine.py); before, a ServerArgs repr.
+# * From 0.5.20 /server_info carries launch_command, the command line as typed (utils/common.py build_server_info).
+RELEASES = ("0.5.16", "0.5.23")
+SCHEDULERS_RECORD_AUTO_UNTIL = (0, 5, 16)
+KV_FLAG = "--kv-cache-dtype"
+_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
-    ``flag`` is the top-level ``kv_cache_dtype`` (the command-line value, held by the main
-    process); ``resolved`` lists ``internal_states[*].kv_cache_dtype`` (each scheduler's copy,
-    which SGLang rewrites to ``fp8_e4m3`` when ``auto`` resolves to FP8).
+
+def parse_version(text):
+    """(major, minor, patch) of an SGLang version string such as 0.5.23 or 0.5.15.post1, else None."""
+    m = _VERSION_RE.match(text.strip()) if isinstance(text, str) else None
+    return tuple(int(g) for g in m.groups()) if m else None
+
+
+def kv_release(version=None, dump_format=None):
+    """(release, why): whose KV reporting an answer follows, "0.5.16" or "0.5.23" (see RELEASES above).
+
+    The server's own version decides; without one the log's server_args dump ("dict" since 0.5.19, "repr"
+    before); without either, 0.5.23 is assumed.
     """
-    out = {"flag": None, "resolved": [], "max_total_num_tokens": None, "version": None, "tp_size": None,
+    parsed = parse_version(version)
+    if parsed is not None:
+        release = "0.5.16" if parsed <= SCHEDULERS_RECORD_AUTO_UNTIL else "0.5.23"
+        return release, "/server_info version %s" % version
+    if dump_format == "repr":
+        return "0.5.16", "the log's server_args dump is a ServerArgs repr (SGLang 0.5.18 or older)"
+    if dump_format == "dict":
+        return "0.5.23", "the log's server_args dump is a dict (SGLang 0.5.19 or newer)"
+    return "0.5.23", "SGLang version unknown: 0.5.23 assumed"
+
+
+def flag_value(words, i, flags):
+    """(value, consumed) when words[i] is one of flags (``--f v`` or ``--f=v``), else (None, 0)."""
+    word = words[i]
+    for flag in flags:
+        if word == flag:
+            return (words[i + 1] if i + 1 < len(words) else ""), 2
+        if word.startswith(flag + "="):
+            return word[len(flag) + 1:], 1
+    return None, 0
+
+
+def launch_kv_flag(words):
+    """(--kv-cache-dtype value, as written, problem) of a launch command's words; argparse: the last one wins.
+
+    The value is None when the flag is absent (SGLang's default is auto) or cannot be read (problem says why).
+    """
+    value = form = problem = None
+    i = 0
+    while i < len(words):
+        got, used = flag_value(words, i, (KV_FLAG,))
+        if used:
+            value = got
+            form = (KV_FLAG + " " + got) if used == 2 else words[i]
+            i += used
+            continue
+        head = words[i].split("=", 1)[0]
+        if len(head) > len("--kv-c") and KV_FLAG.startswith(head) and head != KV_FLAG:
+            problem = ("%s abbreviates %s: argparse accepts it, but write the flag in full so it can be audited"
+                       % (head, KV_FLAG))
+        i += 1
+    return value, form, problem
+
+
+def kv_summary(info, dump_format=None):
+    """KV-cache facts of a /server_info answer, read with the reporting rules of the release that gave it.
+
+    ``top_level``: the top-level ``kv_cache_dtype`` (server args after argument processing, see above);
+    ``schedulers``: ``internal_states[*].kv_cache_dtype``; ``launch_flag``: ``--kv-cache-dtype`` of
+    ``launch_command`` (``auto`` when it has none; null without a launch_command).
+    ``flag``: the flag as typed (0.5.23: ``launch_flag``; 0.5.16: ``top_level``, where no launch_command exists);
+    ``server_kv``: the values that tell the running KV dtype (0.5.23: ``[top_level]``; 0.5.16: ``schedulers``).
+    dump_format (``dict``/``repr``, from the log) decides the release when the answer has no version.
+    """
+    out = {"release": None, "release_from": None, "top_level": None, "schedulers": [], "launch_command": None,
+           "launch_flag": None, "launch_form": None, "launch_problem": None, "flag": None, "flag_from": None,
+           "server_kv": [], "server_kv_from": None, "max_total_num_tokens": None, "version": None, "tp_size": None,
            "model_path": None, "status": None}
+    out["release"], out["release_from"] = kv_release(None, dump_format)
     if not isinstance(info, dict):
         return out
-    out["flag"] = _str_or_none(info.get("kv_cache_dtype"))
+    out["version"] = _str_or_none(info.get("version"))
+    out["release"], out["release_from"] = kv_release(out["version"], dump_format)
+    out["top_level"] = _str_or_none(info.get("kv_cache_dtype"))
     states = info.get("internal_states")
     if isinstance(states, list):
-        out["resolved"] = [s["kv_cache_dtype"] for s in states
-                           if isinstance(s, dict) and isinstance(s.get("kv_cache_dtype"), str)]
+        out["schedulers"] = [s["kv_cache_dtype"] for s in states
+                             if isinstance(s, dict) and isinstance(s.get("kv_cache_dtype"), str)]
+    command = _str_or_none(info.get("launch_command"))
+    if command is not None:
+        out["launch_command"] = command
+        value, form, problem = launch_kv_flag(command.split())
+        out["launch_flag"] = None if problem else (value if value is not None else "auto")
+        out["launch_form"] = form
+        out["launch_problem"] = problem
+    if out["release"] == "0.5.16":
+        out["flag"], out["flag_from"] = out["top_level"], "/server_info kv_cache_dtype"
+        out["server_kv"], out["server_kv_from"] = out["schedulers"], "/server_info internal_states[*].kv_cache_dtype"
+    else:
+        if out["launch_flag"] is not None:
+            out["flag"] = out["launch_flag"]
+            out["flag_from"] = "/server_info launch_command: %s" % (form or "no " + KV_FLAG)
+        out["server_kv"] = [out["top_level"]] if out["top_level"] is not None else []
+        out["server_kv_from"] = "/server_info kv_cache_dtype (after SGLang's argument resolution)"
     out["max_total_num_tokens"] = _int_or_none(info.get("max_total_num_tokens"))
-    out["version"] = _str_or_none(info.get("version"))
     out["tp_size"] = _int_or_none(info.get("tp_size"))
     out["model_path"] = _str_or_none(info.get("model_path"))
     out["status"] = _str_or_none(info.get("status"))
     return out
+
+
+def kv_report(summary):
+    """The server_info module's kv_cache_dtype result: what the answer says about the KV cache, and where."""
+    shown = [v for v in summary["server_kv"] if v.strip().lower() != "auto"]
+    return {
+        "flag": summary["flag"],
+        "flag_source": summary["flag_from"],
+        "server_args": summary["top_level"],
+        "schedulers": summary["schedulers"],
+        # auto in every place means the checkpoint decides at load: the answer cannot tell
+        "running": shown[0] if shown else None,
+        "running_source": summary["server_kv_from"] if shown else None,
+        "release": summary["release"],
+        "release_source": summary["release_from"],
+    }
 
 
 # Prometheus text exposition format 0.0.4
@@ -521,7 +632,7 @@ def gather(url=DEFAULT_URL, api_key=None, endpoints=ENDPOINT_NAMES, timeout=DEFA
         "served_model_names": [m["id"] for m in model_list or [] if isinstance(m.get("id"), str)],
         "metrics": clean(metrics["metrics"], api_key) if metrics else None,
         "metrics_stats": clean({k: v for k, v in metrics.items() if k != "metrics"}, api_key) if metrics else None,
-        "kv_cache_dtype": {"flag": summary["flag"], "resolved": summary["resolved"]},
+        "kv_cache_dtype": kv_report(summary),
         "max_total_num_tokens": summary["max_total_num_tokens"],
         "version": summary["version"],
     }

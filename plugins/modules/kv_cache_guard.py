@@ -17,22 +17,34 @@ description:
     with scale 1.0, and the server may not print any warning. This module gathers the signals that show the
     real KV dtype and fails unless they prove bf16.
   - Each signal gets a verdict (C(bf16), C(fp8), C(other) or C(unknown)) and its evidence.
+  - The guard reads the server by the rules of its SGLang release, taken from C(/server_info)'s C(version), else
+    from the log's server_args dump (a dict since 0.5.19, a C(ServerArgs) repr before), else 0.5.23 is assumed.
   - C(argv) is the C(--kv-cache-dtype) of the launch command from O(argv) or from the O(unit)'s C(ExecStart).
     Both C(--kv-cache-dtype bf16) and C(--kv-cache-dtype=bf16) are read, and an absent flag means C(auto).
-    Without O(argv)/O(unit), the running server's own record of the flag is used, that is the ServerArgs dump
-    in O(log_facts), else the top-level C(kv_cache_dtype) of C(/server_info).
-  - C(checkpoint) is what O(checkpoint) makes C(auto) resolve to. It is meaningful only when the flag is
-    C(auto). With an explicit flag SGLang never consults the checkpoint, so this row repeats the flag.
-  - C(server) is C(internal_states[*].kv_cache_dtype) of the live server's C(/server_info), which SGLang
-    rewrites to C(fp8_e4m3) when C(auto) resolved to FP8. C(auto) there proves nothing. The signal is
-    C(unknown), with the reason, when the server cannot be read.
-  - C(log_dtype) is the log's effective dtype line, C(Using KV cache dtype) or C(KV Cache is allocated. dtype).
+    Without O(argv)/O(unit), the running server's own record of the flag is used. SGLang 0.5.20 and newer keep
+    it in C(launch_command) of C(/server_info). For 0.5.16 and older it is the ServerArgs dump in O(log_facts),
+    else the top-level C(kv_cache_dtype) of C(/server_info).
+  - SGLang 0.5.23 sets C(fp8_e4m3) by itself in some cases (its C(arg_groups) rules).
+    C(--attention-backend tokenspeed_mla) does it over any flag, an explicit bf16 included, so C(argv) then
+    says fp8 and names the backend. Some architectures (DeepSeek V4, Muse Spark, DeepSeek sparse-attention
+    checkpoints on SM100+, MiniMax-M3 NVFP4) do it when the flag is C(auto). C(checkpoint) and the fix name
+    the architecture.
+  - C(checkpoint) is what O(checkpoint) makes C(auto) resolve to. SGLang consults the checkpoint only when the
+    server args still say C(auto) after its argument processing. Otherwise this row repeats them and does not count.
+  - C(server) is what the live server's C(/server_info) reports. For SGLang 0.5.17 and newer that is the top-level
+    C(kv_cache_dtype), the server args after argument resolution. Without C(/server_info), the same value comes
+    from a log dump that log_audit reports as a dict. For 0.5.16 and older it is
+    C(internal_states[*].kv_cache_dtype), where each scheduler recorded what C(auto) resolved to.
+  - C(auto) in the server signal proves nothing. From 0.5.17 an FP8 KV cache chosen by C(auto) shows nowhere in
+    C(/server_info). The signal is C(unknown), with the reason, also when the server cannot be read.
+  - C(log_dtype) is the log's effective dtype line, C(KV Cache is allocated. dtype) (or C(Using KV cache dtype)
+    of older releases).
   - C(pool_bytes) is the byte arithmetic of the C(KV Cache is allocated) pools. It uses the token count, the K (or KV)
     size, the model's full-attention layers, KV heads per rank at the TP size, and the head dim. About 2 bytes
     per element means bf16 and about 1 means fp8. Speculative-decoding draft pools (one layer) are ignored.
   - C(fp8_warning) is the C(Using FP8 KV cache but no scaling factors provided) warning of the current
-    invocation. When present it means fp8. When absent the signal is C(unknown), never bf16, because with
-    C(auto) the target model resolves its dtype after this check.
+    invocation. When present it means fp8. When absent the signal is C(unknown), never bf16. SGLang checks the
+    server args, which under C(auto) still say C(auto), so an FP8 KV cache chosen by C(auto) never warns.
   - Counting independent signals. A signal is available when its verdict is not C(unknown). argv and
     checkpoint are one source. The checkpoint counts only when the flag is C(auto), and then argv is
     C(unknown). With an explicit flag, argv counts and the checkpoint row repeats it without counting. So at
@@ -83,7 +95,7 @@ options:
     description:
       - The C(facts) of C(llmops.sglang.log_audit) for the current invocation of the server (keys used are
         C(kv_cache_dtype_configured), C(kv_dtype_effective), C(kv_pools), C(fp8_scale_warning), C(tp_size),
-        C(model_path)).
+        C(model_path), and C(server_args_format) (C(dict) or C(repr)) when present).
       - Facts of an earlier invocation describe an earlier server. Pass only the current one's facts, which is
         what log_audit reports for a log holding several starts.
     type: dict

@@ -15,9 +15,13 @@ description:
   - Queries a running SGLang server over HTTP from the managed host, using the Python standard library only.
   - C(GET /server_info) (falling back to C(/get_server_info) on older servers), C(/get_model_info) (falling back
     to C(/model_info)), C(/v1/models) and C(/metrics) (Prometheus text, parsed; only C(sglang:) metrics are kept).
-  - Summarises the KV cache dtype. The top-level C(kv_cache_dtype) of C(/server_info) is the command-line value
-    (C(auto) unless set). Each scheduler's copy in C(internal_states[*].kv_cache_dtype) is rewritten by SGLang to
-    C(fp8_e4m3) when C(auto) resolved to an FP8 KV cache because of the checkpoint's quantization metadata.
+  - Summarises the KV cache dtype by the rules of the SGLang release that answered (its C(version)).
+    In every release the top-level C(kv_cache_dtype) holds the server args after SGLang's argument processing.
+    That is the flag, or what a backend or architecture rule set. It never holds what C(auto) resolved to from
+    the checkpoint.
+  - SGLang 0.5.16 and older record that resolution in each scheduler's C(internal_states[*].kv_cache_dtype)
+    (C(fp8_e4m3) for an FP8 checkpoint). From 0.5.17 nothing in C(/server_info) shows it, and C(auto) stays
+    C(auto) everywhere. From 0.5.20 C(launch_command) holds the command line as typed, so the flag is read there.
   - Every failure is classified, with a message that says what to do. C(refused) means nothing listens on the
     port. C(unreachable) is a DNS, routing or firewall problem. C(tls) is a certificate or scheme problem.
     C(timeout) means no complete answer within O(timeout). C(unauthorized) is HTTP 401/403 (API key).
@@ -87,9 +91,9 @@ EXAMPLES = r"""
     api_key: "{{ sglang_api_key }}"
   register: sglang
 
-- name: Show what the KV cache really runs
+- name: Show what the server says about its KV cache
   ansible.builtin.debug:
-    msg: "flag {{ sglang.kv_cache_dtype.flag }}, schedulers {{ sglang.kv_cache_dtype.resolved }}"
+    msg: "flag {{ sglang.kv_cache_dtype.flag }}, running {{ sglang.kv_cache_dtype.running | default('unknown', true) }}"
 
 - name: Wait until the server answers, without failing on each try
   llmops.sglang.server_info:
@@ -156,7 +160,9 @@ errors:
   type: list
   elements: str
 server_info:
-  description: The C(/server_info) answer (every ServerArgs field, C(internal_states), C(version)), credentials redacted.
+  description:
+    - The C(/server_info) answer (every ServerArgs field, C(launch_command), C(internal_states), C(version)).
+    - Credentials are redacted, the values of C(--api-key)-like flags in C(launch_command) included.
   returned: when the server_info endpoint was read
   type: dict
 model_info:
@@ -204,19 +210,48 @@ metrics_stats:
       description: Whether samples were dropped beyond 20000.
       type: bool
 kv_cache_dtype:
-  description: The KV cache dtype as the server reports it.
+  description: The KV cache dtype as the server reports it, read by its release's rules.
   returned: always
   type: dict
   contains:
     flag:
-      description: Top-level C(kv_cache_dtype) of C(/server_info), the command-line value; null when unknown.
+      description:
+        - The C(--kv-cache-dtype) the server was started with (C(auto) when absent), or null when the answer does not
+          tell.
+        - SGLang 0.5.17 and newer read it from C(launch_command), 0.5.16 and older from the top-level C(kv_cache_dtype).
       type: str
       sample: auto
-    resolved:
-      description: C(internal_states[*].kv_cache_dtype), the schedulers' values (C(fp8_e4m3) when auto resolved to FP8).
+    flag_source:
+      description: Where RV(kv_cache_dtype.flag) was read, or null.
+      type: str
+      sample: "/server_info launch_command: no --kv-cache-dtype"
+    server_args:
+      description: Top-level C(kv_cache_dtype), the server args after SGLang's argument processing.
+      type: str
+      sample: auto
+    schedulers:
+      description: C(internal_states[*].kv_cache_dtype), one per scheduler.
       type: list
       elements: str
-      sample: [fp8_e4m3]
+      sample: [auto]
+    running:
+      description:
+        - The KV cache dtype this answer shows the server runs. It is null when the answer cannot tell, that is
+          when it says C(auto) where its release would show the resolved dtype.
+        - SGLang 0.5.16 and older show it in C(schedulers), newer releases in C(server_args).
+      type: str
+      sample: bf16
+    running_source:
+      description: Where RV(kv_cache_dtype.running) was read, or null.
+      type: str
+    release:
+      description: Whose reporting rules were applied, C(0.5.16) (0.5.16 and older) or C(0.5.23) (0.5.17 and newer).
+      type: str
+      sample: "0.5.23"
+    release_source:
+      description: What decided RV(kv_cache_dtype.release) (the server's C(version), else C(0.5.23) is assumed).
+      type: str
+      sample: /server_info version 0.5.23
 max_total_num_tokens:
   description: KV pool capacity in tokens from C(/server_info), or null.
   returned: always

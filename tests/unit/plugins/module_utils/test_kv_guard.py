@@ -3,7 +3,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The KV-cache guard's evaluation: every signal, the counting rule and the verdicts."""
 
+import ast
+import json
+import pathlib
 import re
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +16,10 @@ from hypothesis import strategies as st
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
+from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+import sglang_source  # noqa: E402  tests/unit/sglang_source.py
 
 GIB = 1 << 30
 MODEL_DIR = "/models/Qwen3.5-397B-A17B-NVFP4"
@@ -49,9 +57,14 @@ def facts(configured="bf16", effective="torch.bfloat16", bpe=2, tokens=1850000, 
             "fatal": {"class": "none", "message": None, "line": None, "rank": None}}
 
 
-def server(flag="bf16", resolved="bf16", tp=8):
-    return {"model_path": MODEL_DIR, "tp_size": tp, "kv_cache_dtype": flag, "max_total_num_tokens": 1850000,
-            "internal_states": [{"kv_cache_dtype": resolved, "memory_usage": {"kvcache": 26.4}}], "version": "0.5.23"}
+SERVER_INFO_DIR = pathlib.Path(__file__).resolve().parents[3] / "fixtures" / "server-info"
+
+
+def server(name="0.5.23-bf16", **changes):
+    """A real-shaped /server_info answer (tests/fixtures/server-info), as the module hands it over (cleaned)."""
+    info = json.loads((SERVER_INFO_DIR / ("server-info-%s.json" % name)).read_text(encoding="utf-8"))
+    info.update(changes)
+    return si.clean(info)
 
 
 def by_name(result):
@@ -94,12 +107,23 @@ def test_auto_with_fp8_checkpoint_fails_without_any_warning(ckpts):
     assert "--kv-cache-dtype bf16" in res["fix"] and "FP8 E4M3" in res["fix"] and "scale 1.0" in res["fix"]
 
 
-def test_auto_with_fp8_checkpoint_fails_on_the_server_alone(ckpts):
-    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["fp8"], "server_info": server("auto", "fp8_e4m3")})
+def test_auto_with_fp8_checkpoint_on_sglang_0_5_16_the_schedulers_say_fp8(ckpts):
+    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["fp8"], "server_info": server("0.5.16-auto-fp8-checkpoint")})
     sig = by_name(res)
-    assert sig["server"]["verdict"] == "fp8" and "fp8_e4m3" in sig["server"]["evidence"]
-    assert res["verdict"] == "fp8" and not res["passed"]
+    assert sig["server"]["verdict"] == "fp8" and sig["server"]["counted"]
+    assert "internal_states[*].kv_cache_dtype=['fp8_e4m3']" in sig["server"]["evidence"]
+    assert "SGLang 0.5.16 rules (/server_info version 0.5.16)" in sig["server"]["evidence"]
+    assert res["verdict"] == "fp8" and not res["passed"] and res["available_signals"] == 2
     assert "FP8 E4M3" in res["message"] and res["message"].startswith("KV cache guard failed")
+
+
+def test_auto_with_fp8_checkpoint_on_sglang_0_5_23_the_server_cannot_tell(ckpts):
+    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["fp8"], "server_info": server("0.5.23-auto-fp8-checkpoint")})
+    sig = by_name(res)
+    # 0.5.23 keeps auto at the top level and in internal_states: that proves nothing
+    assert sig["server"]["verdict"] == "unknown" and "0.5.17 or newer reports that resolution nowhere" in sig["server"]["evidence"]
+    assert sig["checkpoint"]["verdict"] == "fp8" and sig["checkpoint"]["counted"]
+    assert res["verdict"] == "fp8" and not res["passed"] and res["available_signals"] == 1
 
 
 def test_auto_with_fp8_checkpoint_and_a_real_fp8_log(ckpts, fixtures_dir):
@@ -114,7 +138,7 @@ def test_auto_with_fp8_checkpoint_and_a_real_fp8_log(ckpts, fixtures_dir):
 
 def test_explicit_fp8_e4m3_fails(ckpts):
     argv = BASE_ARGV + ["--kv-cache-dtype", "fp8_e4m3"]
-    res = kg.evaluate({"argv": argv, "checkpoint": ckpts["fp8"], "server_info": server("fp8_e4m3", "fp8_e4m3"),
+    res = kg.evaluate({"argv": argv, "checkpoint": ckpts["fp8"], "server_info": server("0.5.23-fp8-e4m3"),
                        "log_facts": facts("fp8_e4m3", "torch.float8_e4m3fn", bpe=1, warning=True)})
     sig = by_name(res)
     assert sig["argv"]["verdict"] == "fp8" and sig["argv"]["counted"]
@@ -129,14 +153,14 @@ def test_explicit_fp8_e4m3_fails(ckpts):
 
 @pytest.mark.parametrize("flag", [["--kv-cache-dtype", "bf16"], ["--kv-cache-dtype=bf16"], ["--kv-cache-dtype", "bfloat16"]])
 def test_explicit_bf16_with_server_log_and_pool_passes(ckpts, flag):
-    res = kg.evaluate({"argv": BASE_ARGV + flag, "checkpoint": ckpts["fp8"], "server_info": server("bf16", "bf16"),
+    res = kg.evaluate({"argv": BASE_ARGV + flag, "checkpoint": ckpts["fp8"], "server_info": server("0.5.23-bf16"),
                        "log_facts": facts("bf16", "torch.bfloat16", bpe=2)})
     sig = by_name(res)
     assert res["verdict"] == "bf16" and res["passed"] is True and res["fix"] is None
     assert res["available_signals"] == 4
     assert [s["name"] for s in res["signals"] if s["counted"]] == ["argv", "server", "log_dtype", "pool_bytes"]
     assert sig["checkpoint"]["verdict"] == "bf16" and not sig["checkpoint"]["counted"]
-    assert "never overrides an explicit value" in sig["checkpoint"]["evidence"]
+    assert "does not consult the checkpoint's KV metadata (kv_cache_quant_algo FP8" in sig["checkpoint"]["evidence"]
     assert "2.000 bytes/element" in sig["pool_bytes"]["evidence"]
     assert res["message"].startswith("KV cache guard passed")
 
@@ -144,7 +168,7 @@ def test_explicit_bf16_with_server_log_and_pool_passes(ckpts, flag):
 def test_host_switched_from_fp8_to_bf16_passes_on_the_current_invocation(ckpts):
     argv = BASE_ARGV + ["--kv-cache-dtype", "bf16"]
     current = facts("bf16", "torch.bfloat16", bpe=2)
-    res = kg.evaluate({"argv": argv, "checkpoint": ckpts["fp8"], "log_facts": current, "server_info": server()})
+    res = kg.evaluate({"argv": argv, "checkpoint": ckpts["fp8"], "log_facts": current, "server_info": server("0.5.23-bf16")})
     assert res["passed"] and not any("restart" in n for n in res["notes"])
     # the earlier invocation's facts (auto, FP8) describe another server: they contradict the unit
     earlier = facts("auto", "torch.float8_e4m3fn", bpe=1, tokens=3700000)
@@ -155,13 +179,13 @@ def test_host_switched_from_fp8_to_bf16_passes_on_the_current_invocation(ckpts):
 
 
 def test_auto_with_a_checkpoint_without_kv_quant_is_bf16(ckpts):
-    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["kvnull"], "server_info": server("auto", "auto"),
+    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["kvnull"], "server_info": server("0.5.23-auto-bf16-checkpoint"),
                        "log_facts": facts("auto", "torch.bfloat16", bpe=2)})
     sig = by_name(res)
     assert sig["argv"]["verdict"] == "unknown"
     assert sig["checkpoint"]["verdict"] == "bf16" and sig["checkpoint"]["counted"]
-    # the scheduler kept 'auto': that proves nothing, in either direction
-    assert sig["server"]["verdict"] == "unknown" and "proves" in sig["server"]["evidence"]
+    # the server args kept 'auto': that proves nothing, in either direction
+    assert sig["server"]["verdict"] == "unknown" and "proves nothing" in sig["server"]["evidence"]
     assert res["verdict"] == "bf16" and res["available_signals"] == 3 and res["passed"]
 
 
@@ -197,7 +221,7 @@ def test_real_qwq_log_counts_the_checkpoint_for_auto(ckpts, fixtures_dir):
 
 def test_two_signals_are_insufficient(ckpts):
     res = kg.evaluate({"argv": BASE_ARGV + ["--kv-cache-dtype", "bf16"], "checkpoint": ckpts["fp8"],
-                       "server_info": server("bf16", "bf16")})
+                       "server_info": server("0.5.23-bf16")})
     assert res["available_signals"] == 2 and res["verdict"] == "insufficient" and not res["passed"]
     assert "Only 2 independent signal(s) available, 3 required" in res["fix"]
     assert "log_dtype (pass log_audit's facts" in res["fix"]
@@ -206,23 +230,25 @@ def test_two_signals_are_insufficient(ckpts):
 
 
 def test_contradictory_signals_are_mixed(ckpts):
+    # the unit says bf16, the running server was started with fp8_e4m3 (its launch_command shows it)
     res = kg.evaluate({"argv": BASE_ARGV + ["--kv-cache-dtype", "bf16"], "checkpoint": ckpts["fp8"],
-                       "server_info": server("bf16", "fp8_e4m3"), "log_facts": facts("bf16", "torch.bfloat16", bpe=2)})
+                       "server_info": server("0.5.23-fp8-e4m3"), "log_facts": facts("bf16", "torch.bfloat16", bpe=2)})
     assert res["verdict"] == "mixed" and not res["passed"]
-    assert "disagree" in res["fix"]
+    assert by_name(res)["server"]["verdict"] == "fp8" and "disagree" in res["fix"]
+    assert any("/server_info launch_command shows the running server was started with fp8_e4m3" in n for n in res["notes"])
 
 
 def test_a_present_warning_contradicts_bf16_claims(ckpts):
     res = kg.evaluate({"argv": BASE_ARGV + ["--kv-cache-dtype", "bf16"], "checkpoint": ckpts["fp8"],
-                       "server_info": server(), "log_facts": facts(warning=True)})
+                       "server_info": server("0.5.23-bf16"), "log_facts": facts(warning=True)})
     assert by_name(res)["fp8_warning"]["verdict"] == "fp8"
     assert res["verdict"] == "mixed"
 
 
 def test_uncounted_checkpoint_row_still_vetoes(ckpts):
-    # the unit says bf16, the running server was started with an explicit fp8_e4m3
+    # the unit says bf16, the running server's log shows it was started with an explicit fp8_e4m3
     res = kg.evaluate({"argv": BASE_ARGV + ["--kv-cache-dtype", "bf16"], "checkpoint": ckpts["fp8"],
-                       "server_info": server("fp8_e4m3", "bf16"), "log_facts": facts("fp8_e4m3", None, bpe=None)})
+                       "log_facts": facts("fp8_e4m3", None, bpe=None)})
     sig = by_name(res)
     assert sig["checkpoint"]["verdict"] == "fp8" and not sig["checkpoint"]["counted"]
     assert res["verdict"] == "mixed" and not res["passed"]
@@ -235,11 +261,11 @@ def test_note_when_the_log_serves_another_model(ckpts):
     assert len(notes) == 1 and "not the checkpoint given" in notes[0]
 
 
-def test_flat_checkpoint_relying_on_the_hf_fallback_is_treated_as_fp8(ckpts):
+def test_flat_checkpoint_ignores_the_hf_quant_config_fallback(ckpts):
+    # SGLang 0.5.23 reads config.json's quantization_config alone when it is there: no KV metadata, so bf16
     res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["flat_nokv"]})
     sig = by_name(res)
-    assert sig["checkpoint"]["verdict"] == "fp8"
-    assert "without the hf_quant_config.json fallback resolve it to bfloat16" in sig["checkpoint"]["evidence"]
+    assert sig["checkpoint"]["verdict"] == "bf16" and "no KV-cache quantization metadata" in sig["checkpoint"]["evidence"]
 
 
 # --- each signal's unknowns --------------------------------------------------------------------
@@ -296,12 +322,233 @@ def test_log_dtype_from_the_newest_pool_line(ckpts):
     assert by_name(kg.evaluate({"log_facts": newest}))["log_dtype"]["verdict"] == "fp8"
 
 
+# --- what a real server exposes, per SGLang release ----------------------------------------------
+
+ARGV_BF16 = BASE_ARGV + ["--kv-cache-dtype", "bf16"]
+
+
+def facts_0_5_23(dtype, bpe, tokens, dump):
+    """Log facts of a 0.5.23 start: no 'Using KV cache dtype' line; the dtype is on the pool lines."""
+    out = facts(dump, dtype, bpe=bpe, tokens=tokens)
+    out["kv_pools"] = [dict(p, dtype=dtype) for p in out["kv_pools"]]
+    return out
+
+
+@pytest.mark.parametrize("release,answer,argv,log,ckpt,verdict,counted", [
+    # a healthy bf16 server: explicit flag
+    ("0.5.23", "0.5.23-bf16", ARGV_BF16, ("torch.bfloat16", 2, 1850000, "bf16"), "fp8", "bf16",
+     ["argv", "server", "log_dtype", "pool_bytes"]),
+    ("0.5.16", "0.5.16-bf16", ARGV_BF16, ("torch.bfloat16", 2, 1850000, "bf16"), "fp8", "bf16",
+     ["argv", "server", "log_dtype", "pool_bytes"]),
+    # a healthy bf16 server: auto on a checkpoint without KV metadata (0.5.23's server says only auto)
+    ("0.5.23", "0.5.23-auto-bf16-checkpoint", BASE_ARGV, ("torch.bfloat16", 2, 1850000, "auto"), "kvnull", "bf16",
+     ["checkpoint", "log_dtype", "pool_bytes"]),
+    # the trap: auto on an FP8 checkpoint; only 0.5.16's schedulers say so on the server side
+    ("0.5.23", "0.5.23-auto-fp8-checkpoint", BASE_ARGV, ("torch.float8_e4m3fn", 1, 3700000, "auto"), "fp8", "fp8",
+     ["checkpoint", "log_dtype", "pool_bytes"]),
+    ("0.5.16", "0.5.16-auto-fp8-checkpoint", BASE_ARGV, ("torch.float8_e4m3fn", 1, 3700000, "auto"), "fp8", "fp8",
+     ["checkpoint", "server", "log_dtype", "pool_bytes"]),
+])
+def test_real_shaped_answers_give_the_right_verdict(ckpts, release, answer, argv, log, ckpt, verdict, counted):
+    res = kg.evaluate({"argv": argv, "checkpoint": ckpts[ckpt], "server_info": server(answer), "log_facts": facts_0_5_23(*log)})
+    assert res["verdict"] == verdict and res["passed"] == (verdict == "bf16"), res["message"]
+    assert [s["name"] for s in res["signals"] if s["counted"]] == counted
+    assert "SGLang %s rules" % release in by_name(res)["server"]["evidence"]
+    assert not any("restart" in note for note in res["notes"])
+
+
+def test_a_healthy_0_5_23_server_passes_without_the_unit(ckpts):
+    # argv from launch_command, the server signal from the top-level value: two facts of one answer
+    res = kg.evaluate({"checkpoint": ckpts["fp8"], "server_info": server("0.5.23-bf16"),
+                       "log_facts": facts_0_5_23("torch.bfloat16", 2, 1850000, "bf16")})
+    assert res["passed"] and res["available_signals"] == 4
+    assert by_name(res)["argv"]["source"] == "/server_info launch_command: --kv-cache-dtype bf16"
+
+
+def test_reading_a_release_by_the_other_releases_rules_fails(ckpts):
+    # the 0.5.16 trap answer read as 0.5.23 loses its server signal ...
+    inputs = {"argv": BASE_ARGV, "checkpoint": ckpts["fp8"], "log_facts": facts_0_5_23("torch.float8_e4m3fn", 1, 3700000, "auto")}
+    right = kg.evaluate(dict(inputs, server_info=server("0.5.16-auto-fp8-checkpoint")))
+    wrong = kg.evaluate(dict(inputs, server_info=server("0.5.16-auto-fp8-checkpoint", version="0.5.23")))
+    assert by_name(right)["server"]["verdict"] == "fp8" and by_name(wrong)["server"]["verdict"] == "unknown"
+    # ... and the 0.5.23 tokenspeed answer read as 0.5.16 takes the resolved value for the flag typed
+    right = kg.evaluate({"server_info": server("0.5.23-tokenspeed-mla-bf16")})
+    wrong = kg.evaluate({"server_info": server("0.5.23-tokenspeed-mla-bf16", version="0.5.16")})
+    assert "--kv-cache-dtype bf16, but --attention-backend tokenspeed_mla" in by_name(right)["argv"]["evidence"]
+    assert by_name(wrong)["argv"]["evidence"] == "/server_info kv_cache_dtype='fp8_e4m3' (explicit)"
+
+
+def test_the_log_dump_decides_the_release_without_a_server(ckpts):
+    # a dict dump (0.5.19+) holds the resolved value: the server signal, read from the log
+    log = dict(facts_0_5_23("torch.bfloat16", 2, 1850000, "bf16"), server_args_format="dict")
+    res = kg.evaluate({"argv": ARGV_BF16, "checkpoint": ckpts["fp8"], "log_facts": log,
+                       "server_error": "refused: connection refused"})
+    assert by_name(res)["server"]["verdict"] == "bf16" and "log server_args dump (a dict" in by_name(res)["server"]["evidence"]
+    assert res["available_signals"] == 4
+    # a repr dump (0.5.18 and older) holds the flag: argv's source when no command is given
+    log = dict(log, server_args_format="repr")
+    res = kg.evaluate({"checkpoint": ckpts["fp8"], "log_facts": log})
+    assert by_name(res)["argv"]["source"] == "log ServerArgs dump: kv_cache_dtype='bf16'"
+    assert by_name(res)["server"]["verdict"] == "unknown"
+
+
+# --- SGLang's own FP8 rules ---------------------------------------------------------------------
+
+
+def test_tokenspeed_mla_over_an_explicit_bf16_is_named(ckpts):
+    # SGLang 0.5.23 turns --kv-cache-dtype bf16 into fp8_e4m3 for this backend: no restart helps, another backend does
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", "/models/DeepSeek-R1-0528-NVFP4", "--tp-size", "8",
+            "--attention-backend", "tokenspeed_mla", "--kv-cache-dtype", "bf16"]
+    res = kg.evaluate({"argv": argv, "server_info": server("0.5.23-tokenspeed-mla-bf16"),
+                       "log_facts": facts_0_5_23("torch.float8_e4m3fn", None, 2400000, "fp8_e4m3")})
+    sig = by_name(res)
+    assert sig["argv"]["verdict"] == "fp8" and sig["server"]["verdict"] == "fp8"
+    assert ("--attention-backend tokenspeed_mla makes SGLang 0.5.23 set --kv-cache-dtype fp8_e4m3 over any flag "
+            "(sglang/srt/arg_groups/serving_hook.py)") in sig["argv"]["evidence"]
+    assert res["verdict"] == "fp8" and res["notes"] == []  # the rule, not a stale unit, explains fp8_e4m3
+    assert "tokenspeed_mla" in res["fix"] and "choose another attention backend" in res["fix"]
+    assert "explicitly to a non-bf16 value" not in res["fix"] and "never overrides" not in res["fix"]
+    # an SGLang release before the rule: no claim about it
+    res = kg.evaluate({"argv": argv, "server_info": server("0.5.23-tokenspeed-mla-bf16", version="0.5.22")})
+    assert "tokenspeed_mla makes" not in by_name(res)["argv"]["evidence"]
+
+
+def test_the_plain_fix_says_which_backend_overrides_an_explicit_bf16(ckpts):
+    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["fp8"],
+                       "log_facts": facts_0_5_23("torch.float8_e4m3fn", 1, 3700000, "auto")})
+    assert "SGLang does not consult the checkpoint's KV metadata for an explicit value" in res["fix"]
+    assert "in SGLang 0.5.23 only --attention-backend tokenspeed_mla overrides an explicit bf16" in res["fix"]
+
+
+@pytest.mark.parametrize("architecture,decides", [("DeepseekV4ForCausalLM", True), ("DeepseekV32ForCausalLM", False)])
+def test_an_architecture_that_sets_auto_to_fp8_is_named(ckpts, architecture, decides):
+    ckpt = dict(ckpts["kvnull"], architecture=dict(ckpts["kvnull"]["architecture"], architectures=[architecture]))
+    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpt})
+    sig = by_name(res)["checkpoint"]
+    assert "architecture %s makes SGLang 0.5.23 set --kv-cache-dtype fp8_e4m3 when the flag is auto" % architecture \
+        in sig["evidence"]
+    # unconditional rules decide; a rule with a condition (GPU generation, checkpoint kind) is only named
+    assert sig["verdict"] == ("fp8" if decides else "bf16")
+    if decides:
+        assert "architecture %s" % architecture in res["fix"] and "set --kv-cache-dtype bf16" in res["fix"]
+    # an explicit flag is untouched by architecture rules
+    res = kg.evaluate({"argv": ARGV_BF16, "checkpoint": ckpt})
+    assert by_name(res)["checkpoint"]["verdict"] == "bf16" and "architecture" not in by_name(res)["checkpoint"]["evidence"]
+
+
+def _kv_writes(fn):
+    """(value node, ancestors) of each write of kv_cache_dtype inside a function (dict item, subscript, local)."""
+    parents = {}
+    for node in ast.walk(fn):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+
+    def chain(node):
+        out = []
+        while node in parents:
+            node = parents[node]
+            out.append(node)
+        return out
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                key = target.slice if isinstance(target, ast.Subscript) else None
+                if (isinstance(key, ast.Constant) and key.value == "kv_cache_dtype") or \
+                        (isinstance(target, ast.Name) and target.id == "kv_cache_dtype"):
+                    yield node.value, chain(node)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == "kv_cache_dtype":
+                    yield value, chain(node)
+
+
+def _sets_fp8(value):
+    return any(isinstance(n, ast.Constant) and n.value == "fp8_e4m3" for n in ast.walk(value))
+
+
+def _strings(node, consts):
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.add(n.value)
+        elif isinstance(n, ast.Name) and n.id in consts:
+            out.update(consts[n.id])
+    return out
+
+
+def _compared(node, attr_words, consts):
+    """Strings that node compares (==, !=, in, not in) with an expression naming one of attr_words."""
+    found = set()
+    for n in ast.walk(node):
+        if not isinstance(n, ast.Compare):
+            continue
+        sides = [n.left] + list(n.comparators)
+        named = [side for side in sides if any(word in ast.unparse(side) for word in attr_words)]
+        if named:
+            for side in sides:
+                if isinstance(side, ast.Constant) or (isinstance(side, ast.Name) and side.id in consts):
+                    found |= _strings(side, consts)
+    return found
+
+
+def fp8_rules_in_source(srt):
+    """{(kind, name, over)} of every rule in sglang/srt/arg_groups that sets kv_cache_dtype to fp8_e4m3.
+
+    A backend rule is a write under an ``if`` comparing an attention backend; an architecture rule is a write
+    in a function registered for, or comparing, architectures. ``over`` is auto when an ``if`` above the write
+    requires kv_cache_dtype == 'auto', else any.
+    """
+    rules = set()
+    for path in sorted((srt / "arg_groups").rglob("*.py")):
+        tree = sglang_source.parse(path)
+        consts = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                strings = _strings(node.value, {})
+                if strings:
+                    consts[node.targets[0].id] = strings
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            writes = [(value, chain) for value, chain in _kv_writes(fn) if _sets_fp8(value)]
+            if not writes:
+                continue
+            archs = set()
+            for deco in fn.decorator_list:
+                if isinstance(deco, ast.Call) and "register" in ast.unparse(deco.func):
+                    archs |= _strings(deco, consts)
+            archs |= _compared(fn, ("architectures", "model_arch"), consts)
+            for _value, chain in writes:
+                ifs = [n.test for n in chain if isinstance(n, ast.If)]
+                over = "auto" if any("kv_cache_dtype == 'auto'" in ast.unparse(t) for t in ifs) else "any"
+                backends = set().union(*[_compared(t, ("attention_backend",), consts) for t in ifs]) if ifs else set()
+                for name in backends:
+                    rules.add(("attention backend", name, over))
+                for name in () if backends else archs:
+                    rules.add(("architecture", name, over))
+                assert backends or archs, "%s %s sets fp8_e4m3 for a reason this test does not know" % (path, fn.name)
+    return rules
+
+
+def test_fp8_rules_are_sglangs_own():
+    """FP8_RULES is what SGLang 0.5.23's arg_groups say: a new, changed or removed rule fails here."""
+    srt = sglang_source.srt_dir()
+    table = set((rule["kind"], name, rule["over"]) for rule in kg.FP8_RULES for name in rule["names"])
+    assert table == fp8_rules_in_source(srt)
+    for rule in kg.FP8_RULES:
+        source = (srt / rule["source"]).read_text(encoding="utf-8")
+        assert all(name in source for name in rule["names"]), rule
+        for flag in rule["flags"]:
+            assert flag[2:].replace("-", "_") in source, (flag, rule["source"])
+    assert kg.FP8_RULES_RELEASE == sglang_source.CHECKED_RELEASE
+
+
 # --- waiver and options ------------------------------------------------------------------------
 
 
 def test_fp8_waiver(ckpts):
     inputs = {"argv": BASE_ARGV + ["--kv-cache-dtype", "fp8_e4m3"], "checkpoint": ckpts["fp8"],
-              "server_info": server("fp8_e4m3", "fp8_e4m3"), "log_facts": facts("fp8_e4m3", "torch.float8_e4m3fn", bpe=1, warning=True),
+              "server_info": server("0.5.23-fp8-e4m3"), "log_facts": facts("fp8_e4m3", "torch.float8_e4m3fn", bpe=1, warning=True),
               "expected": "fp8_e4m3"}
     with pytest.raises(kg.GuardError, match="waiver_reason"):
         kg.evaluate(inputs)
@@ -311,12 +558,12 @@ def test_fp8_waiver(ckpts):
     assert res["passed"] and res["waived"] and res["waiver_reason"] == "capacity test, ticket OPS-1"
     assert "waived: capacity test" in res["message"]
     # the waiver does not cover contradictions
-    mixed = dict(inputs, waiver_reason="x", server_info=server("fp8_e4m3", "bf16"))
+    mixed = dict(inputs, waiver_reason="x", server_info=server("0.5.23-bf16"))
     assert kg.evaluate(mixed)["verdict"] == "mixed" and not kg.evaluate(mixed)["passed"]
 
 
 def test_fp8_waiver_with_a_bf16_server_passes_unwaived(ckpts):
-    res = kg.evaluate({"argv": BASE_ARGV + ["--kv-cache-dtype", "bf16"], "server_info": server(),
+    res = kg.evaluate({"argv": BASE_ARGV + ["--kv-cache-dtype", "bf16"], "server_info": server("0.5.23-bf16"),
                        "log_facts": facts(), "checkpoint": ckpts["fp8"], "expected": "fp8_e4m3", "waiver_reason": "x"})
     assert res["passed"] and not res["waived"] and res["waiver_reason"] is None
 
@@ -395,8 +642,13 @@ def test_execstart_with_several_commands_picks_sglang():
 
 
 def test_argv_from_the_running_server_when_no_command_is_given(ckpts):
-    res = kg.evaluate({"server_info": server("bf16", "bf16")})
-    assert by_name(res)["argv"]["verdict"] == "bf16" and "/server_info" in by_name(res)["argv"]["evidence"]
+    # 0.5.23: the flag as typed is in launch_command
+    res = kg.evaluate({"server_info": server("0.5.23-bf16")})
+    assert by_name(res)["argv"]["verdict"] == "bf16"
+    assert by_name(res)["argv"]["evidence"] == "/server_info launch_command: --kv-cache-dtype bf16 (explicit)"
+    # 0.5.16 has no launch_command: its top-level value is the flag
+    res = kg.evaluate({"server_info": server("0.5.16-bf16")})
+    assert by_name(res)["argv"]["evidence"] == "/server_info kv_cache_dtype='bf16' (explicit)"
     res = kg.evaluate({"argv_error": "systemctl show sglang.service failed (rc 1)", "argv_source": "unit sglang.service"})
     assert "rc 1" in by_name(res)["argv"]["evidence"]
 
@@ -437,7 +689,9 @@ FACTS = st.fixed_dictionaries({}, optional={
     "kv_pools": st.one_of(st.lists(POOL, max_size=4), ANY), "fp8_scale_warning": st.one_of(st.booleans(), ANY),
     "tp_size": st.one_of(st.integers(-1, 16), ANY), "model_path": ANY})
 INFO = st.fixed_dictionaries({}, optional={
-    "kv_cache_dtype": st.one_of(DTYPES, ANY), "tp_size": ANY,
+    "kv_cache_dtype": st.one_of(DTYPES, ANY), "tp_size": ANY, "version": st.one_of(st.sampled_from(["0.5.16", "0.5.23"]), ANY),
+    "launch_command": st.one_of(st.sampled_from(["--model-path /m", "--model-path /m --kv-cache-dtype bf16",
+                                                 "--attention-backend tokenspeed_mla --kv-cache-dtype=bf16"]), ANY),
     "internal_states": st.one_of(st.lists(st.fixed_dictionaries({}, optional={"kv_cache_dtype": st.one_of(DTYPES, ANY)}),
                                           max_size=3), ANY)})
 ARGV = st.one_of(st.lists(st.one_of(st.sampled_from(["--kv-cache-dtype", "--kv-cache-dtype=bf16", "--tp", "8",

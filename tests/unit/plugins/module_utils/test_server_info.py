@@ -4,6 +4,7 @@
 """_server_info against a real HTTP server on 127.0.0.1 answering like SGLang (and failing like it)."""
 
 import json
+import pathlib
 import socket
 import threading
 import time
@@ -18,17 +19,18 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _server_info 
 KEY = "sk-test-7f3a9c1e"
 MODEL = "Qwen3.5-397B-A17B-NVFP4"
 
-# /server_info as SGLang 0.5.x answers it (ServerArgs fields, scheduler state, version).
-SERVER_INFO = {
-    "model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tokenizer_path": "/models/Qwen3.5-397B-A17B-NVFP4",
-    "tp_size": 8, "kv_cache_dtype": "auto", "quantization": None, "mem_fraction_static": 0.85,
-    "context_length": 262144, "speculative_algorithm": "EAGLE", "api_key": None, "served_model_name": MODEL,
-    "max_total_num_tokens": 3700000, "max_req_input_len": 262138, "status": "ready",
-    "internal_states": [{"tp_size": 8, "kv_cache_dtype": "fp8_e4m3", "last_gen_throughput": 93.6,
-                         "memory_usage": {"weight": 29.9, "kvcache": 26.0, "token_capacity": 3700000, "cuda_graph": 1.3},
-                         "avg_spec_accept_length": 2.8}],
-    "version": "0.5.23",
-}
+SERVER_INFO_DIR = pathlib.Path(__file__).resolve().parents[3] / "fixtures" / "server-info"
+# the lab string in those answers' api_key and launch_command
+FIXTURE_KEY = "sk-fixture-5ecret"
+
+
+def real_answer(name):
+    """A /server_info answer of tests/fixtures/server-info (see its MANIFEST), e.g. 0.5.23-bf16."""
+    return json.loads((SERVER_INFO_DIR / ("server-info-%s.json" % name)).read_text(encoding="utf-8"))
+
+
+# SGLang 0.5.23 with --kv-cache-dtype auto on a checkpoint whose KV metadata says FP8
+SERVER_INFO = real_answer("0.5.23-auto-fp8-checkpoint")
 MODEL_INFO = {"model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tokenizer_path": "/models/Qwen3.5-397B-A17B-NVFP4",
               "is_generation": True, "preferred_sampling_params": None, "weight_version": "default"}
 MODELS = {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 1764000000, "owned_by": "sglang",
@@ -158,7 +160,9 @@ def test_gather_reads_all_four_endpoints(fake):
     # model info is asked for under its old name first, then the new one
     assert res["endpoints"]["model_info"]["path"] == "/model_info"
     assert [seen[0] for seen in fake.seen][:3] == ["/server_info", "/get_model_info", "/model_info"]
-    assert res["kv_cache_dtype"] == {"flag": "auto", "resolved": ["fp8_e4m3"]}
+    # 0.5.23 reports auto everywhere: the flag (from launch_command) is known, the running KV dtype is not
+    assert res["kv_cache_dtype"]["flag"] == "auto" and res["kv_cache_dtype"]["running"] is None
+    assert res["kv_cache_dtype"]["release"] == "0.5.23"
     assert res["max_total_num_tokens"] == 3700000 and res["version"] == "0.5.23"
     assert res["served_model_names"] == [MODEL]
     assert res["model_info"]["is_generation"] is True
@@ -218,6 +222,69 @@ def test_api_key_is_sent_as_bearer_and_never_returned(fake):
     assert KEY not in json.dumps(res)
 
 
+def test_secrets_in_a_real_answer_are_redacted(fake):
+    # SGLang 0.5.23 serves the API key in clear, in api_key and in launch_command
+    assert SERVER_INFO["api_key"] == FIXTURE_KEY and "--api-key " + FIXTURE_KEY in SERVER_INFO["launch_command"]
+    fake.route("/server_info", SERVER_INFO)
+    res = si.gather(fake.url, endpoints=["server_info"], timeout=5)
+    assert FIXTURE_KEY not in json.dumps(res)
+    assert res["server_info"]["api_key"] == si.REDACTED
+    assert "--api-key " + si.REDACTED in res["server_info"]["launch_command"]
+    assert res["server_info"]["internal_states"][0]["api_key"] == si.REDACTED
+    assert res["kv_cache_dtype"]["flag"] == "auto"
+
+
+# --- what each release reports about the KV cache -------------------------------------------------
+
+
+@pytest.mark.parametrize("name,flag,server_args,schedulers,running,release", [
+    # 0.5.23: the top-level value is the server args after resolution; launch_command has the flag as typed
+    ("0.5.23-bf16", "bf16", "bf16", ["bf16"], "bf16", "0.5.23"),
+    ("0.5.23-fp8-e4m3", "fp8_e4m3", "fp8_e4m3", ["fp8_e4m3"], "fp8_e4m3", "0.5.23"),
+    # auto with an FP8 checkpoint: nothing in the answer shows the FP8 KV cache
+    ("0.5.23-auto-fp8-checkpoint", "auto", "auto", ["auto"], None, "0.5.23"),
+    # tokenspeed_mla turned the typed bf16 into fp8_e4m3
+    ("0.5.23-tokenspeed-mla-bf16", "bf16", "fp8_e4m3", ["fp8_e4m3"], "fp8_e4m3", "0.5.23"),
+    # 0.5.16: the top-level value is the flag; each scheduler records what auto resolved to
+    ("0.5.16-auto-fp8-checkpoint", "auto", "auto", ["fp8_e4m3"], "fp8_e4m3", "0.5.16"),
+    ("0.5.16-bf16", "bf16", "bf16", ["bf16"], "bf16", "0.5.16"),
+])
+def test_kv_report_follows_the_release(name, flag, server_args, schedulers, running, release):
+    got = si.kv_report(si.kv_summary(si.clean(real_answer(name))))
+    assert (got["flag"], got["server_args"], got["schedulers"], got["running"], got["release"]) == (
+        flag, server_args, schedulers, running, release)
+    assert got["release_source"] == "/server_info version %s" % release
+
+
+def test_the_version_decides_which_value_tells_the_kv_cache():
+    # the same 0.5.16 answer read with 0.5.23's rules loses the schedulers' record (and the other way round)
+    old = real_answer("0.5.16-auto-fp8-checkpoint")
+    assert si.kv_summary(old)["server_kv"] == ["fp8_e4m3"]
+    assert si.kv_summary(dict(old, version="0.5.23"))["server_kv"] == ["auto"]
+    new = real_answer("0.5.23-tokenspeed-mla-bf16")
+    assert si.kv_summary(new)["flag"] == "bf16"
+    assert si.kv_summary(dict(new, version="0.5.16"))["flag"] == "fp8_e4m3"
+
+
+@pytest.mark.parametrize("version,dump,release", [
+    ("0.5.16", None, "0.5.16"), ("0.5.15.post1", "dict", "0.5.16"), ("0.5.17", None, "0.5.23"),
+    ("v0.5.23", "repr", "0.5.23"), ("0.6.0rc1", None, "0.5.23"),
+    (None, "repr", "0.5.16"), (None, "dict", "0.5.23"), (None, None, "0.5.23"), ("garbage", "repr", "0.5.16"),
+])
+def test_kv_release(version, dump, release):
+    assert si.kv_release(version, dump)[0] == release
+
+
+def test_launch_command_flag_forms():
+    words = "--model-path /m --kv-cache-dtype fp8_e4m3 --tp-size 8 --kv-cache-dtype=bf16".split()
+    assert si.launch_kv_flag(words)[:2] == ("bf16", "--kv-cache-dtype=bf16")  # argparse: the last one wins
+    assert si.launch_kv_flag(["--model-path", "/m"]) == (None, None, None)
+    value, _form, problem = si.launch_kv_flag(["--kv-cache-dt", "bf16"])
+    assert value is None and "abbreviates --kv-cache-dtype" in problem
+    odd = dict(real_answer("0.5.23-bf16"), launch_command="--model-path /m --kv-cache-dt bf16")
+    assert si.kv_summary(odd)["flag"] is None and "abbreviates" in si.kv_summary(odd)["launch_problem"]
+
+
 # --- failures --------------------------------------------------------------------------------------
 
 
@@ -248,7 +315,8 @@ def test_body_that_is_not_json(fake):
     assert res["endpoints"]["server_info"]["error"]["class"] == "not_json"
     assert "nginx welcome" in res["endpoints"]["server_info"]["error"]["message"]
     assert res["endpoints"]["models"]["error"]["class"] == "not_json"
-    assert res["server_info"] is None and res["kv_cache_dtype"] == {"flag": None, "resolved": []}
+    assert res["server_info"] is None
+    assert res["kv_cache_dtype"]["flag"] is None and res["kv_cache_dtype"]["running"] is None
 
 
 def test_slow_answer_times_out(fake):
@@ -397,12 +465,12 @@ def test_prometheus_sample_cap():
 
 
 def test_kv_summary_of_odd_answers():
-    assert si.kv_summary(None)["resolved"] == []
+    assert si.kv_summary(None)["schedulers"] == [] and si.kv_summary(None)["server_kv"] == []
     odd = {"kv_cache_dtype": 5, "internal_states": [None, {"kv_cache_dtype": "bf16"}, {"kv_cache_dtype": 1}],
-           "max_total_num_tokens": True, "version": 0.5}
+           "max_total_num_tokens": True, "version": 0.5, "launch_command": ["--kv-cache-dtype", "bf16"]}
     got = si.kv_summary(odd)
-    assert got["flag"] is None and got["resolved"] == ["bf16"]
-    assert got["max_total_num_tokens"] is None and got["version"] is None
+    assert got["flag"] is None and got["schedulers"] == ["bf16"] and got["server_kv"] == []
+    assert got["max_total_num_tokens"] is None and got["version"] is None and got["launch_command"] is None
 
 
 def test_clean_bounds_depth_and_non_finite_values():
@@ -422,7 +490,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
                     max_leaves=20)
 SERVER_KEYS = st.sampled_from(["kv_cache_dtype", "internal_states", "max_total_num_tokens", "version", "tp_size",
-                               "model_path", "status", "api_key"])
+                               "model_path", "status", "api_key", "launch_command"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -457,7 +525,9 @@ def test_json_bodies_raise_only_classified_errors(body):
 @given(st.dictionaries(SERVER_KEYS, JSON, max_size=8))
 def test_kv_summary_never_raises(info):
     got = si.kv_summary(info)
-    assert all(isinstance(r, str) for r in got["resolved"])
+    assert all(isinstance(r, str) for r in got["schedulers"] + got["server_kv"])
+    assert got["release"] in si.RELEASES
+    json.dumps(si.kv_report(got))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -18,9 +18,12 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.llmops.sglang.plugins.modules import server_info
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
-KEY = "sk-module-test-91b2"
-INFO = {"model_path": "/models/Qwen3.5-397B-A17B-NVFP4", "tp_size": 8, "kv_cache_dtype": "bf16", "api_key": KEY,
-        "max_total_num_tokens": 1850000, "internal_states": [{"kv_cache_dtype": "bf16"}], "version": "0.5.23"}
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+from sim_harness import Sim  # noqa: E402  tests/unit/sim_harness.py
+
+# SGLang 0.5.23 with --kv-cache-dtype bf16 (tests/fixtures/server-info): api_key and launch_command hold the key
+INFO = json.loads((ROOT / "tests" / "fixtures" / "server-info" / "server-info-0.5.23-bf16.json").read_text(encoding="utf-8"))
+KEY = INFO["api_key"]
 MODELS = {"object": "list", "data": [{"id": "qwen3.5-397b", "object": "model", "owned_by": "sglang"}]}
 METRICS = b'# TYPE sglang:token_usage gauge\nsglang:token_usage{model_name="qwen3.5-397b"} 0.25\n'
 
@@ -85,7 +88,10 @@ def test_reads_every_endpoint(serve, capsys):
     srv = serve()
     res = run({"url": srv.url}, capsys)
     assert not res.get("failed") and res["changed"] is False
-    assert res["kv_cache_dtype"] == {"flag": "bf16", "resolved": ["bf16"]}
+    kv = res["kv_cache_dtype"]
+    assert (kv["flag"], kv["server_args"], kv["schedulers"], kv["running"], kv["release"]) == (
+        "bf16", "bf16", ["bf16"], "bf16", "0.5.23")
+    assert kv["flag_source"] == "/server_info launch_command: --kv-cache-dtype bf16"
     assert res["max_total_num_tokens"] == 1850000 and res["version"] == "0.5.23"
     assert res["served_model_names"] == ["qwen3.5-397b"]
     assert res["metrics"]["sglang:token_usage"][0]["value"] == 0.25
@@ -96,8 +102,21 @@ def test_api_key_is_used_and_never_printed(serve, capsys):
     srv = serve(key=KEY)
     res = run({"url": srv.url, "api_key": KEY, "endpoints": ["server_info"]}, capsys)
     assert res["endpoints"]["server_info"]["ok"] is True
-    assert res["server_info"]["api_key"] != KEY
+    assert res["server_info"]["api_key"] != KEY and "--api-key ********" in res["server_info"]["launch_command"]
     assert KEY not in json.dumps(res)
+
+
+def test_the_simulator_answers_like_sglang_0_5_23(tmp_path, capsys):
+    """The lab simulator's /server_info through the module: its launch_command secret never comes back."""
+    sim = Sim(tmp_path, key="sk-sim-secret-7c4e")
+    try:
+        res = run({"url": sim.url, "api_key": "sk-sim-secret-7c4e", "endpoints": ["server_info"]}, capsys)
+    finally:
+        sim.stop()
+    assert not res.get("failed"), res.get("msg")
+    assert "sk-sim-secret-7c4e" not in json.dumps(res)
+    assert "--api-key ********" in res["server_info"]["launch_command"]
+    assert res["kv_cache_dtype"]["flag"] == "bf16" and res["kv_cache_dtype"]["running"] == "bf16"
 
 
 def test_unauthorized_fails_with_the_fix(serve, capsys):
@@ -155,5 +174,5 @@ def test_runs_as_a_standalone_module_process(serve, tmp_path):
                           capture_output=True, text=True, env=env, timeout=60, check=False)
     res = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr
-    assert res["kv_cache_dtype"]["resolved"] == ["bf16"]
+    assert res["kv_cache_dtype"]["running"] == "bf16"
     assert KEY not in proc.stdout and KEY not in proc.stderr
