@@ -4,12 +4,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The lab's SGLang simulator, run as a real subprocess on a loopback port.
 
-Log lines are checked with regexes that are first proven against the real SGLang logs in
-tests/fixtures, so the simulator has to print what SGLang prints, not what these tests expect.
+What it prints and answers is checked against SGLang 0.5.23's own source (tests/unit/sglang_source.py): every
+log line it prints must be one of SGLang's format strings, in the file its table names, and its /server_info
+keys must be those SGLang builds. The line shape ([ts ranks] message) is proven on the real logs in tests/fixtures.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
 import pathlib
@@ -25,7 +28,13 @@ import urllib.request
 
 import pytest
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import sglang_source  # noqa: E402  tests/unit/sglang_source.py
+
 SIM = pathlib.Path(__file__).resolve().parents[1] / "lab" / "sglang_sim" / "sglang_sim.py"
+_spec = importlib.util.spec_from_file_location("sglang_sim", str(SIM))
+sim_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sim_module)
 
 REFERENCE_FLAGS = [
     "--model-path", "{ckpt}", "--served-model-name", "qwen3.5-397b", "--tp-size", "8", "--kv-cache-dtype", "{kv}",
@@ -37,22 +46,34 @@ REFERENCE_FLAGS = [
 # SGLang's line shape: [ts{ rank tags}] (optional LEVEL file.py:N: ) message
 LINE_RE = re.compile(r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] "
                      r"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<src>[\w./-]+\.py):(?P<lineno>\d+): )?(?P<msg>.*)$")
-DUMP_RE = re.compile(r"^server_args=ServerArgs\(model_path='(?P<model_path>[^']*)', .*\bkv_cache_dtype='(?P<kv>[^']*)'.*\btp_size=(?P<tp>\d+)\b.*\)$")
-LOAD_BEGIN_RE = re.compile(r"^Load weight begin\. avail mem=\d+\.\d\d GB$")
-LOAD_END_RE = re.compile(r"^Load weight end\. elapsed=\d+\.\d\d s, type=(?P<type>\w+), (?:quant=(?P<quant>[\w-]+), quant_algo=(?P<algo>\w+)|dtype=torch\.\w+), "
-                         r"avail mem=\d+\.\d\d GB, mem usage=\d+\.\d\d GB\.$")
-KV_DTYPE_RE = re.compile(r"^Using KV cache dtype: (?P<dtype>torch\.\w+)$")
-KV_ALLOC_RE = re.compile(r"^KV Cache is allocated\. #tokens: (?P<tokens>\d+), K size: (?P<k>\d+\.\d\d) GB, V size: (?P<v>\d+\.\d\d) GB$")
-MAMBA_RE = re.compile(r"^Mamba Cache is allocated\. max_mamba_cache_size: (?P<n>\d+), conv_state size: (?P<conv>\d+\.\d\d)GB, "
-                      r"ssm_state size: (?P<ssm>\d+\.\d\d)GB $")
-FP8_WARN_RE = re.compile(r"^Using FP8 KV cache but no scaling factors provided\. Defaulting to scaling factors of 1\.0\.")
-GRAPH_BEGIN_RE = re.compile(r"^Capture cuda graph begin\. This can take up to several minutes\. avail mem=\d+\.\d\d GB$")
-GRAPH_END_RE = re.compile(r"^Capture cuda graph end\. Time elapsed: \d+\.\d\d s\. (?:mem usage=\d+\.\d\d GB\. avail mem=\d+\.\d\d GB\.|avail mem=.*)$")
-MAX_TOKENS_RE = re.compile(r"^max_total_num_tokens=(?P<n>\d+), chunked_prefill_size=(?P<chunk>-?\d+), max_prefill_tokens=\d+, "
-                           r"max_running_requests=\d+, context_len=(?P<ctx>\d+)(?:, available_gpu_mem=\d+\.\d\d GB)?$")
+_PLACEHOLDER_RE = re.compile(r"%(?:\.\d+)?[sdf]")
+
+
+def sim_line(name, *groups):
+    """A regex for the simulator's SGLANG_LOG line name, its placeholders captured under the names given."""
+    fmt = sim_module.SGLANG_LOG[name][0]
+    parts, pos, out = iter(groups), 0, []
+    for m in _PLACEHOLDER_RE.finditer(fmt):
+        out.append(re.escape(fmt[pos:m.start()]))
+        pattern = {"d": r"-?\d+", "f": r"-?\d+\.\d+"}.get(m.group(0)[-1], r".*?")
+        group = next(parts, None)
+        out.append("(?P<%s>%s)" % (group, pattern) if group else "(?:%s)" % pattern)
+        pos = m.end()
+    return re.compile("^" + "".join(out) + re.escape(fmt[pos:]) + "$")
+
+
+DUMP_RE = re.compile(r"^server_args=(?P<dict>\{.*\})$")
+LOAD_BEGIN_RE = sim_line("load_begin")
+LOAD_END_RE = sim_line("load_end", "elapsed", "type", "quant")
+KV_ALLOC_RE = sim_line("kv_pool", "dtype", "tokens", "k", "v")
+MAMBA_RE = sim_line("mamba_pool", "n", "conv", "ssm")
+FP8_WARN_RE = sim_line("fp8_no_scales")
+GRAPH_BEGIN_RE = sim_line("graph_begin")
+GRAPH_END_RE = sim_line("graph_end")
+MAX_TOKENS_RE = sim_line("max_tokens", "n", "chunk", "prefill", "mrr", "ctx")
+READY_RE = sim_line("ready")
+SIGQUIT_RE = sim_line("sigquit")
 UVICORN_RE = re.compile(r"^INFO:     Uvicorn running on http://(?P<host>[^:]+):(?P<port>\d+) \(Press CTRL\+C to quit\)$")
-READY_RE = re.compile(r"^The server is fired up and ready to roll!$")
-SIGQUIT_RE = re.compile(r"^Received sigquit from a child process\. It usually means the child failed\.$")
 BIND_ERR_RE = re.compile(r"^ERROR:    \[Errno 98\] error while attempting to bind on address \('(?P<host>[^']+)', (?P<port>\d+)\): address already in use$")
 
 GIB = float(1 << 30)
@@ -79,12 +100,11 @@ def real_logs(fixtures_dir):
 
 
 @pytest.mark.parametrize("regex,real", [
-    (DUMP_RE, "001"), (LOAD_BEGIN_RE, "005"), (LOAD_END_RE, "004"), (KV_DTYPE_RE, "005"), (KV_ALLOC_RE, "005"),
-    (MAMBA_RE, "005"), (FP8_WARN_RE, "004"), (GRAPH_BEGIN_RE, "005"), (GRAPH_END_RE, "005"), (MAX_TOKENS_RE, "005"),
-    (UVICORN_RE, "001"), (READY_RE, "001"),
+    (LOAD_BEGIN_RE, "005"), (MAMBA_RE, "005"), (MAX_TOKENS_RE, "005"), (UVICORN_RE, "001"), (READY_RE, "001"),
+    (DUMP_RE, "021"),
 ])
-def test_regexes_match_real_sglang_logs(real_logs, regex, real):
-    """Guards the regexes below: each one must match a line of a real SGLang log."""
+def test_line_shape_matches_real_sglang_logs(real_logs, regex, real):
+    """The [ts ranks] shape and the lines that kept their format are proven on real SGLang logs."""
     assert matching(real_logs[real], regex), "%s matches nothing in real log %s" % (regex.pattern, real)
 
 
@@ -234,15 +254,18 @@ def test_bf16_startup_log_has_real_formats_and_consistent_sizes(start, ckpt_fp8)
     lines = sim.lines
     dump = matching(lines, DUMP_RE)
     assert len(dump) == 1 and dump[0][0] is None
-    assert dump[0][1].group("model_path") == str(ckpt_fp8) and dump[0][1].group("kv") == "bf16" and dump[0][1].group("tp") == "8"
+    # a dict of every resolved server arg, as SGLang 0.5.23 logs it
+    fields = ast.literal_eval(dump[0][1].group("dict"))
+    assert list(fields) == list(sim_module.SERVER_ARGS_FIELDS)
+    assert (fields["model_path"], fields["kv_cache_dtype"], fields["tp_size"]) == (str(ckpt_fp8), "bf16", 8)
 
     for regex in (LOAD_BEGIN_RE, LOAD_END_RE, KV_ALLOC_RE, MAMBA_RE, GRAPH_BEGIN_RE, GRAPH_END_RE):
         assert sorted(r for r, _m in matching(lines, regex)) == list(range(8)), regex.pattern
     end = matching(lines, LOAD_END_RE)[0][1]
-    assert (end.group("type"), end.group("quant"), end.group("algo")) == ("Qwen3_5MoeForConditionalGeneration", "modelopt_fp4", "NVFP4")
+    assert (end.group("type"), end.group("quant")) == ("Qwen3_5MoeForConditionalGeneration", "quant=modelopt_fp4, quant_algo=NVFP4, ")
 
-    dtype_lines = matching(lines, KV_DTYPE_RE)
-    assert [(r, m.group("dtype")) for r, m in dtype_lines] == [(0, "torch.bfloat16")]
+    assert {m.group("dtype") for _r, m in matching(lines, KV_ALLOC_RE)} == {"torch.bfloat16"}
+    assert not any("Using KV cache dtype" in line for line in lines)  # 0.5.23 prints no such line
     assert not matching(lines, FP8_WARN_RE)
 
     kv = matching(lines, KV_ALLOC_RE)[0][1]
@@ -257,7 +280,7 @@ def test_bf16_startup_log_has_real_formats_and_consistent_sizes(start, ckpt_fp8)
     # 24,007,680 B per slot with an fp32 SSM state at TP8 (45 linear layers)
     assert float(mamba.group("ssm")) * GIB / int(mamba.group("n")) == pytest.approx(45 * 8 * 128 * 128 * 4, rel=0.01)
 
-    order = [LOAD_BEGIN_RE, LOAD_END_RE, KV_DTYPE_RE, KV_ALLOC_RE, GRAPH_END_RE, MAX_TOKENS_RE, UVICORN_RE, READY_RE]
+    order = [LOAD_BEGIN_RE, LOAD_END_RE, KV_ALLOC_RE, GRAPH_BEGIN_RE, GRAPH_END_RE, MAX_TOKENS_RE, UVICORN_RE, READY_RE]
     firsts = [next(i for i, (_r, msg) in enumerate(parsed(lines)) if rx.match(msg)) for rx in order]
     assert firsts == sorted(firsts)
 
@@ -266,6 +289,9 @@ def test_bf16_startup_log_has_real_formats_and_consistent_sizes(start, ckpt_fp8)
     assert info["kv_cache_dtype"] == "bf16" and info["internal_states"][0]["kv_cache_dtype"] == "bf16"
     assert info["max_total_num_tokens"] == tokens and info["tp_size"] == 8 and info["model_path"] == str(ckpt_fp8)
     assert info["internal_states"][0]["memory_usage"]["token_capacity"] == tokens
+    assert "--kv-cache-dtype bf16" in info["launch_command"] and info["version"] == "0.5.23"
+    # the dump and the top-level fields are the same resolved values
+    assert dict((k, info[k]) for k in fields) == fields
     assert http(sim.port, "/get_server_info")[1]["max_total_num_tokens"] == tokens
 
 
@@ -273,23 +299,24 @@ def test_auto_with_fp8_checkpoint_silently_runs_fp8_e4m3(start, ckpt_fp8):
     sim = start(ckpt_fp8, kv="auto")
     wait_ready(sim)
     lines = sim.lines
-    assert matching(lines, DUMP_RE)[0][1].group("kv") == "auto"
-    assert [m.group("dtype") for _r, m in matching(lines, KV_DTYPE_RE)] == ["torch.float8_e4m3fn"]
+    assert ast.literal_eval(matching(lines, DUMP_RE)[0][1].group("dict"))["kv_cache_dtype"] == "auto"
+    assert {m.group("dtype") for _r, m in matching(lines, KV_ALLOC_RE)} == {"torch.float8_e4m3fn"}
     assert not matching(lines, FP8_WARN_RE), "SGLang prints no scale warning when auto resolves to FP8"
     kv = matching(lines, KV_ALLOC_RE)[0][1]
     assert float(kv.group("k")) * GIB / int(kv.group("tokens")) == pytest.approx(3840, rel=0.002)
+    # SGLang 0.5.23 reports auto at the top level and in internal_states: the resolution stays in the model runner
     info = http(sim.port, "/server_info")[1]
-    assert info["kv_cache_dtype"] == "auto"
-    assert info["internal_states"][0]["kv_cache_dtype"] == "fp8_e4m3"
+    assert info["kv_cache_dtype"] == "auto" and info["internal_states"][0]["kv_cache_dtype"] == "auto"
     state = json.loads(sim.state_file.read_text())
-    assert state["kv_cache_dtype_resolved"] == "fp8_e4m3" and state["fp8_scale_warning"] is False
+    assert state["kv_cache_dtype_resolved"] == "fp8_e4m3" and state["kv_cache_dtype_server_args"] == "auto"
+    assert state["fp8_scale_warning"] is False
 
 
 def test_auto_with_checkpoint_without_kv_quant_stays_bf16(start, tmp_path):
     ckpt = make_checkpoint(tmp_path / "kvnull", kv_algo=None)
     sim = start(ckpt, kv="auto")
     wait_ready(sim)
-    assert [m.group("dtype") for _r, m in matching(sim.lines, KV_DTYPE_RE)] == ["torch.bfloat16"]
+    assert {m.group("dtype") for _r, m in matching(sim.lines, KV_ALLOC_RE)} == {"torch.bfloat16"}
     assert http(sim.port, "/server_info")[1]["internal_states"][0]["kv_cache_dtype"] == "auto"
 
 
@@ -310,13 +337,35 @@ def test_fp8_with_quantization_param_path_does_not_warn(start, ckpt_fp8):
     assert not matching(sim.lines, FP8_WARN_RE)
 
 
-def test_nextn_draft_warns_after_auto_resolved_to_fp8(start, ckpt_fp8):
-    sim = start(ckpt_fp8, kv="auto", extra=["--speculative-algorithm", "NEXTN", "--speculative-num-draft-tokens", "4"])
+NEXTN = ["--speculative-algorithm", "NEXTN", "--speculative-num-draft-tokens", "4"]
+
+
+def test_nextn_draft_never_warns_under_auto(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="auto", extra=NEXTN)
     wait_ready(sim)
-    assert "speculative_algorithm='EAGLE'" in matching(sim.lines, DUMP_RE)[0][1].group(0)
-    # the draft model loads after the rewrite to fp8_e4m3: one warning per rank, and a second KV pool per rank
-    assert sorted(r for r, _m in matching(sim.lines, FP8_WARN_RE)) == list(range(8))
+    assert ast.literal_eval(matching(sim.lines, DUMP_RE)[0][1].group("dict"))["speculative_algorithm"] == "EAGLE"
+    # 0.5.23's check reads the server args, which say auto for the draft model too; a second KV pool per rank
+    assert not matching(sim.lines, FP8_WARN_RE)
     assert len(matching(sim.lines, KV_ALLOC_RE)) == 16
+
+
+def test_explicit_fp8_e4m3_with_a_draft_warns_for_both_models(start, ckpt_fp8):
+    sim = start(ckpt_fp8, kv="fp8_e4m3", extra=NEXTN)
+    wait_ready(sim)
+    assert sorted(r for r, _m in matching(sim.lines, FP8_WARN_RE)) == sorted(list(range(8)) * 2)
+
+
+def test_tokenspeed_mla_turns_bf16_into_fp8(start, ckpt_fp8):
+    flags = [f if f != "triton" else "tokenspeed_mla" for f in REFERENCE_FLAGS]
+    sim = start(ckpt_fp8, kv="bf16", flags=flags)
+    wait_ready(sim)
+    assert "--attention-backend=tokenspeed_mla is deprecated; use 'cutedsl_mla' instead." in [m for _r, m in parsed(sim.lines)]
+    assert "tokenspeed_mla required FP8 KV; setting --kv-cache-dtype=fp8_e4m3." in [m for _r, m in parsed(sim.lines)]
+    assert {m.group("dtype") for _r, m in matching(sim.lines, KV_ALLOC_RE)} == {"torch.float8_e4m3fn"}
+    assert sorted(r for r, _m in matching(sim.lines, FP8_WARN_RE)) == list(range(8))
+    info = http(sim.port, "/server_info")[1]
+    assert (info["kv_cache_dtype"], info["attention_backend"]) == ("fp8_e4m3", "cutedsl_mla")
+    assert "--attention-backend tokenspeed_mla" in info["launch_command"] and "--kv-cache-dtype bf16" in info["launch_command"]
 
 
 def test_launcher_prefix_and_unknown_flags_are_tolerated(start, ckpt_fp8):
@@ -428,7 +477,10 @@ def test_api_key_enforced_except_health_and_metrics(start, ckpt_fp8):
     assert status == 200 and models["data"][0]["id"] == "qwen3.5-397b" and models["data"][0]["owned_by"] == "sglang"
     status, info = http(sim.port, "/get_model_info", key="s3cr3t-key")
     assert status == 200 and info["model_path"] == str(ckpt_fp8) and info["is_generation"] is True
-    assert "s3cr3t-key" not in json.dumps(http(sim.port, "/server_info", key="s3cr3t-key")[1])
+    # like SGLang 0.5.23, /server_info hands the key back in clear: clients must redact it
+    info = http(sim.port, "/server_info", key="s3cr3t-key")[1]
+    assert info["api_key"] == "s3cr3t-key" and "--api-key s3cr3t-key" in info["launch_command"]
+    assert "--sim-" not in info["launch_command"]
 
 
 def test_metrics_are_prometheus_text_and_count_tokens(start, ckpt_fp8):
@@ -590,3 +642,143 @@ def test_node_0_refuses_a_node_with_another_layout(start, ckpt_fp8):
     assert any("refused node 1" in line and "--tp-size 8" in line for line in node1.lines), node1.lines[-5:]
     assert node0.wait_exit() == 1
     assert json.loads(node0.state_file.read_text())["rendezvous"]["refused"] == [1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SGLang 0.5.23's own source is the oracle
+# ---------------------------------------------------------------------------------------------------------
+
+def _request(sim, max_tokens=45):
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": max_tokens}
+    assert http(sim.port, "/v1/chat/completions", body)[0] == 200
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory, fixtures_dir):
+    """Every line of five simulator runs: hybrid NVFP4 bf16, FP8 with a draft, tokenspeed_mla, unquantized dense, a crash."""
+    root = tmp_path_factory.mktemp("printed")
+    ckpt = make_checkpoint(root / "qwen3.5-397b-a17b-nvfp4", "FP8")
+    env = dict(os.environ, SGLANG_SIM_LOAD_SECONDS="0.2", SGLANG_SIM_WARMUP_SECONDS="0.2", SGLANG_SIM_TOKENS_PER_SECOND="5000",
+               SGLANG_SIM_TTFT_MS="1")
+    runs = [(ckpt, "bf16", REFERENCE_FLAGS, [], {}), (ckpt, "fp8_e4m3", REFERENCE_FLAGS, NEXTN, {}),
+            (ckpt, "bf16", [f if f != "triton" else "tokenspeed_mla" for f in REFERENCE_FLAGS], [], {}),
+            (fixtures_dir / "checkpoints" / "qwq-32b", "auto", [f for f in REFERENCE_FLAGS if f != "modelopt_fp4" and
+                                                                f != "--quantization"], [], {}),
+            (ckpt, "bf16", REFERENCE_FLAGS, [], {"SGLANG_SIM_FAULT": "crash"})]
+    lines = []
+    for model, kv, flags, extra, fault in runs:
+        port = free_port()
+        sim = Sim([a.format(ckpt=model, kv=kv, port=port) for a in flags] + extra, dict(env, **fault))
+        sim.port = port
+        try:
+            if fault:
+                sim.wait_exit()
+            else:
+                wait_ready(sim)
+                _request(sim)
+                sim.proc.send_signal(signal.SIGTERM)
+                sim.wait_exit()
+        finally:
+            sim.stop()
+        lines += sim.lines
+    return lines
+
+
+def test_every_line_the_simulator_prints_is_sglangs(printed):
+    """No invented lines: each SGLang record matches a format string of the file the simulator's table names."""
+    srt = sglang_source.srt_dir()
+    uvicorn = sorted(srt.parents[1].joinpath("uvicorn").rglob("*.py"))
+    seen = set()
+    for _rank, msg in parsed(printed):
+        if msg.startswith("WARNING sglang_sim:"):
+            continue  # the simulator's own note on flags it ignores
+        if msg.startswith(("INFO:     ", "ERROR:    ")):
+            bare = msg.split(None, 1)[1]
+            assert any(sglang_source.printed_by(p, m) for p in uvicorn for m in (msg, bare)), "not uvicorn's: " + msg
+            continue
+        names = [name for name in sim_module.SGLANG_LOG if sim_line(name).match(msg)]
+        assert names, "the simulator printed a line its SGLANG_LOG table does not have: %s" % msg
+        path = srt / sim_module.SGLANG_LOG[names[0]][1]
+        assert sglang_source.printed_by(path, msg), "SGLang 0.5.23's %s prints no such line: %s" % (path.name, msg)
+        seen.add(names[0])
+    assert seen == set(sim_module.SGLANG_LOG), "never printed: %s" % sorted(set(sim_module.SGLANG_LOG) - seen)
+
+
+def _dict_keys(node):
+    return set(k.value for k in node.keys if isinstance(k, ast.Constant))
+
+
+def _function(path, name):
+    return next(n for n in ast.walk(sglang_source.parse(path)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == name)
+
+
+def _subscript_writes(fn, var):
+    """Keys written as var["key"] = ..., split into (always, only in some branch or after an early return)."""
+    always, sometimes = set(), set()
+
+    def visit(stmts, guarded):
+        for stmt in stmts:
+            if isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == var \
+                            and isinstance(target.slice, ast.Constant):
+                        (sometimes if guarded else always).add(target.slice.value)
+            for field in ("body", "orelse", "handlers", "finalbody"):
+                if isinstance(stmt, (ast.If, ast.For, ast.While, ast.Try, ast.With)) and getattr(stmt, field, None):
+                    visit(getattr(stmt, field), True)
+            if isinstance(stmt, ast.If) and any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                guarded = True
+    visit(fn.body, False)
+    return always, sometimes
+
+
+def sglang_server_info_keys(srt):
+    """(top-level keys always there, keys there in some setups; internal_states' likewise) read from the source."""
+    fields = set(next(n.value for n in sglang_source.parse(srt / "arg_groups" / "field_order.py").body
+                      if isinstance(n, ast.Assign)).elts[i].value
+                 for i in range(len(next(n.value for n in sglang_source.parse(srt / "arg_groups" / "field_order.py").body
+                                         if isinstance(n, ast.Assign)).elts)))
+    build = _function(srt / "utils" / "common.py", "build_server_info")
+    top_always = fields | _subscript_writes(build, "result")[0]
+    init = _function(srt / "managers" / "scheduler.py", "get_init_info")
+    literal = next(n.value for n in ast.walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict))
+    always, sometimes = _subscript_writes(init, "result_dict")
+    top_always |= _dict_keys(literal) | always
+    route = _function(srt / "entrypoints" / "http_server.py", "server_info")
+    top_always |= set().union(*(_dict_keys(n) for n in ast.walk(route) if isinstance(n, ast.Dict)))
+    top = (top_always, sometimes)
+
+    state_path = srt / "managers" / "scheduler_components" / "internal_state.py"
+    tree = sglang_source.parse(state_path)
+    getter = _function(state_path, "get_internal_state")
+    dropped = set(n.args[0].value for n in ast.walk(getter) if isinstance(n, ast.Call)
+                  and getattr(n.func, "attr", None) == "pop" and isinstance(n.args[0], ast.Constant))
+    internal_always, internal_sometimes = fields - dropped, set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.name.startswith("_add_"):
+            always, sometimes = _subscript_writes(fn, "state")
+            internal_always |= always
+            internal_sometimes |= sometimes
+    usage = _function(srt / "managers" / "scheduler_components" / "memory_usage.py", "build_memory_usage")
+    usage_keys = _dict_keys(next(n.value for n in ast.walk(usage) if isinstance(n, ast.Return)))
+    phases = set(e.value for n in sglang_source.parse(srt / "model_executor" / "graph_memory_usage.py").body
+                 if isinstance(n, ast.Assign) and n.targets[0].id == "GRAPH_MEMORY_USAGE_KEYS" for e in n.value.elts)
+    return top, (internal_always, internal_sometimes), usage_keys, phases
+
+
+@pytest.mark.parametrize("extra", [[], NEXTN], ids=["plain", "speculative"])
+def test_server_info_has_sglangs_keys(start, ckpt_fp8, extra):
+    srt = sglang_source.srt_dir()
+    (top, top_maybe), (internal, internal_maybe), usage_keys, phases = sglang_server_info_keys(srt)
+    assert list(sim_module.SERVER_ARGS_FIELDS) == [
+        e.value for n in sglang_source.parse(srt / "arg_groups" / "field_order.py").body if isinstance(n, ast.Assign)
+        for e in n.value.elts]
+    sim = start(ckpt_fp8, extra=extra)
+    wait_ready(sim)
+    info = http(sim.port, "/server_info")[1]
+    assert top <= set(info) <= top | top_maybe, (sorted(top ^ set(info)))
+    state = info["internal_states"][0]
+    assert internal <= set(state) <= internal | internal_maybe, (sorted(internal ^ set(state)))
+    assert ("avg_spec_accept_length" in state) == bool(extra)
+    assert set(state["memory_usage"]) == usage_keys and set(state["memory_usage"]["graph"]) == phases

@@ -3,27 +3,30 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Test-only stand-in for an SGLang server (``python -m sglang.launch_server``).
+"""Test-only stand-in for an SGLang 0.5.23 server (``python -m sglang.launch_server`` / ``sglang serve``).
 
 The real server needs GPUs; lab hosts have none. This script takes SGLang's launch arguments, reads the
-checkpoint's ``config.json`` / ``hf_quant_config.json`` and behaves like SGLang where a deployment looks:
+checkpoint's ``config.json`` / ``hf_quant_config.json`` and behaves like SGLang 0.5.23 where a deployment looks
+(every log line it prints is one of SGLANG_LOG, each checked against SGLang's source by tests/unit):
 
-* startup log lines on stdout (unbuffered) in SGLang's formats: the ``server_args=ServerArgs(...)`` dump,
-  per-rank ``[ts TPn]`` lines (``Load weight begin/end``, ``Using KV cache dtype`` on TP0 only,
-  ``Mamba Cache is allocated``, ``KV Cache is allocated`` with sizes computed from the model config,
-  ``Capture cuda graph begin/end``, the TP0 ``max_total_num_tokens=...`` line), uvicorn's lines and
-  ``The server is fired up and ready to roll!``. Like SGLang, the dump shows ``api_key`` in clear.
-* the KV-cache dtype resolution: ``--kv-cache-dtype auto`` plus a checkpoint whose KV metadata says FP8
-  runs ``torch.float8_e4m3fn`` and rewrites the scheduler's copy to ``fp8_e4m3`` (``/server_info``
-  ``internal_states[0].kv_cache_dtype``) WITHOUT the "no scaling factors" warning; the warning is printed on
-  every rank only when the flag string is literally ``fp8_e4m3`` while weights load and no
-  ``--quantization-param-path`` is given (with speculative decoding the draft model, loaded after the
-  rewrite, prints it once per rank).
+* startup log lines on stdout (unbuffered): the ``server_args={...}`` dump (a dict of the resolved server args,
+  ``api_key`` in clear, as SGLang logs it), per-rank ``[ts TPn]`` lines (``Load weight begin/end``,
+  ``Mamba Cache is allocated``, ``KV Cache is allocated. dtype: ...`` with sizes computed from the model config,
+  ``Memory pool end``, ``Capture target decode CUDA graph begin/end``, the TP0 ``max_total_num_tokens=...``
+  line), uvicorn's lines and ``The server is fired up and ready to roll!``.
+* the KV-cache dtype resolution: ``--kv-cache-dtype auto`` plus a checkpoint whose KV metadata says FP8 runs
+  ``torch.float8_e4m3fn`` silently: the model runner resolves ``auto`` at load and keeps that to itself, so
+  ``/server_info`` says ``auto`` at the top level and in ``internal_states``; only the pool line's dtype and
+  size show it. The "no scaling factors" warning is printed on every rank (target and draft model) only when
+  the server args say ``fp8_e4m3`` (an explicit flag, or ``--attention-backend tokenspeed_mla``, which SGLang
+  0.5.23 turns into ``fp8_e4m3`` over any flag) and no ``--quantization-param-path`` is given.
 * HTTP (only on node rank 0, and only once "uvicorn" is up, after the weights are loaded): ``/health`` and
-  ``/health_generate`` (503 during warm-up, 200 when ready), ``/server_info`` and ``/get_server_info``,
-  ``/model_info`` and ``/get_model_info``, ``/v1/models``, ``/v1/chat/completions`` (streaming SSE and not),
-  ``/v1/completions``, ``/generate``, ``/flush_cache`` and ``/metrics`` (``--enable-metrics``). ``--api-key``
-  requires ``Authorization: Bearer KEY`` (401 ``{"error": "Unauthorized"}``); health and metrics are exempt.
+  ``/health_generate`` (503 during warm-up, 200 when ready), ``/server_info`` and ``/get_server_info`` in
+  0.5.23's shape (every ServerArgs field as resolved, ``launch_command`` as typed with its secrets in clear, the
+  scheduler's init info, ``internal_states`` with 0.5.23's ``memory_usage`` fields, ``version``), ``/model_info``
+  and ``/get_model_info``, ``/v1/models``, ``/v1/chat/completions`` (streaming SSE and not), ``/v1/completions``,
+  ``/generate``, ``/flush_cache`` and ``/metrics`` (``--enable-metrics``). ``--api-key`` requires
+  ``Authorization: Bearer KEY`` (401 ``{"error": "Unauthorized"}``); health and metrics are exempt.
 * generation is deterministic: a fixed text, one word per token, ``--sim-ttft-ms`` before the first token and
   ``--sim-tokens-per-second`` per request after it (slowed by ``--sim-batch-slowdown`` per extra concurrent
   request: 170 tok/s alone gives about 2,100 tok/s aggregate at 32 requests). A prompt that states a needle
@@ -91,6 +94,44 @@ MODEL_DTYPES = {
 }
 FAULTS = ("none", "oom", "crash", "hang", "port_in_use", "ignore_sigterm", "degrade_recall")
 
+# Every line the simulator logs as SGLang 0.5.23 does, with the file that prints it (under sglang/srt/);
+# tests/unit/test_sglang_sim.py matches each printed line against that file's format strings.
+SGLANG_LOG = {
+    "deprecated_backend": ("--%s=%s is deprecated; use '%s' instead.", "arg_groups/serving_hook.py"),
+    "tokenspeed_fp8": ("tokenspeed_mla required FP8 KV; setting --kv-cache-dtype=fp8_e4m3.", "arg_groups/serving_hook.py"),
+    "server_args": ("server_args=%s", "entrypoints/engine.py"),
+    "load_begin": ("Load weight begin. avail mem=%.2f GB", "model_executor/model_runner.py"),
+    "nvfp4": ("Detected nvfp4 checkpoint.", "layers/quantization/modelopt_quant.py"),
+    "fp8_no_scales": ("Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0.",
+                      "model_executor/model_runner_components/load_model_utils.py"),
+    # the quantization part (with its ", ") is absent for an unquantized model
+    "load_end": ("Load weight end. elapsed=%.2f s, type=%s, %savail mem=%.2f GB, mem usage=%.2f GB.",
+                 "model_executor/model_runner.py"),
+    "mamba_pool": ("Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: %.2fGB, ssm_state size: %.2fGB ",
+                   "mem_cache/memory_pool.py"),
+    "kv_pool": ("KV Cache is allocated. dtype: %s, #tokens: %d, K size: %.2f GB, V size: %.2f GB", "mem_cache/memory_pool.py"),
+    "pool_end": ("Memory pool end. avail mem=%.2f GB", "mem_cache/kv_cache_configurator.py"),
+    "linear_backend": ("Linear attention kernel backend: decode=%s, prefill=%s, verify=%s", "layers/attention/linear/utils.py"),
+    "hybrid_gdn": ("Using hybrid linear attention backend for hybrid GDN models.", "layers/attention/attention_registry.py"),
+    "graph_begin": ("Capture target %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB",
+                    "model_executor/model_runner_components/cuda_graph_setup.py"),
+    "graph_end": ("Capture target %s CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB.",
+                  "model_executor/model_runner_components/cuda_graph_setup.py"),
+    "max_tokens": ("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
+                   "context_len=%d, available_gpu_mem=%.2f GB", "managers/scheduler.py"),
+    "ready": ("The server is fired up and ready to roll!", "entrypoints/http_server.py"),
+    # the pool usage parts come from managers/scheduler_components/pool_stats_observer.py
+    "prefill_batch": ("Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, %s#running-req: %d, #queue-req: %d, "
+                      "#pending-token: %d, cuda graph: %s, input throughput (token/s): %.2f",
+                      "managers/scheduler_components/metrics_reporter.py"),
+    "decode_batch": ("Decode batch, #running-req: %d, %scuda graph: %s, gen throughput (token/s): %.2f, #queue-req: %d",
+                     "managers/scheduler_components/metrics_reporter.py"),
+    "scheduler_exception": ("Scheduler hit an exception: %s", "managers/scheduler.py"),
+    "sigquit": ("Received sigquit from a child process. It usually means the child failed.", "entrypoints/engine.py"),
+}
+# backend -> what SGLang 0.5.23 renames it to; it also sets --kv-cache-dtype fp8_e4m3 (arg_groups/serving_hook.py)
+FP8_ALIAS_BACKENDS = {"tokenspeed_mla": "cutedsl_mla"}
+
 # name -> (type, default, help); each is --sim-NAME and env SGLANG_SIM_NAME
 SIM_OPTIONS = {
     "load_seconds": (float, 2.0, "time the weights take to load"),
@@ -108,8 +149,249 @@ SIM_OPTIONS = {
     "rendezvous_timeout": (float, 60.0, "multi-node: how long the nodes wait for each other at --dist-init-addr"),
 }
 
-INIT_MEM_GIB = 1.2          # CUDA context + NCCL, "Init torch distributed ends. mem usage="
-CUDA_GRAPH_GIB = 0.48       # "Capture cuda graph end. mem usage="
+# SGLang 0.5.23's ServerArgs fields in order (sglang/srt/arg_groups/field_order.py; tests/unit/test_sglang_sim.py
+# compares them with the installed package) and the values its parser gives when only --model-path is set
+# (prepare_server_args([...]).resolved_dict(), read 2026-12-01): False for FALSE_FIELDS, the value listed in
+# SERVER_ARGS_DEFAULTS, else None.
+SERVER_ARGS_FIELDS = tuple("""
+    model_path tokenizer_path tokenizer_mode tokenizer_backend tokenizer_worker_num detokenizer_worker_num
+    skip_tokenizer_init load_format model_loader_extra_config trust_remote_code context_length is_embedding
+    enable_multimodal revision model_impl model_config_parser json_model_override_args dtype quantization
+    quantization_param_path kv_cache_dtype enable_fp32_lm_head modelopt_quant modelopt_checkpoint_restore_path
+    modelopt_checkpoint_save_path modelopt_export_path quantize_and_serve rl_quant_profile enable_tf32_matmul
+    mem_fraction_static max_running_requests max_queued_requests max_total_tokens chunked_prefill_size
+    prefill_decode_interval enable_dynamic_chunking max_prefill_tokens prefill_max_requests schedule_policy
+    enable_priority_scheduling disable_priority_preemption default_priority_value abort_on_priority_when_disabled
+    schedule_low_priority_values_first priority_scheduling_preemption_threshold retraction_policy
+    schedule_conservativeness page_size c128_page_size swa_full_tokens_ratio disable_hybrid_swa_memory
+    radix_eviction_policy radix_eviction_policy_config prefill_only_disable_kv_cache disable_radix_cache
+    enable_page_major_kv_layout enable_unified_memory disable_chunked_prefix_cache disable_overlap_schedule
+    num_continuous_decode_steps scheduler_recv_interval enable_mixed_chunk nccl_port dist_timeout dist_init_addr
+    gated_launch_port nnodes node_rank tp_size dcp_size pp_size pp_max_micro_batch_size pp_async_batch_depth dp_size
+    attn_dp_size load_balance_method attn_cp_size moe_dp_size dwdp_size dcp_comm_backend dcp_replicate_q_proj
+    enable_prefill_cp cp_strategy enable_dsa_cache_layer_split enable_cp_decode_attn_tp enable_kv_cache_sharding
+    enable_dp_attention enable_dp_attention_local_control_broadcast enable_dp_lm_head enable_tp_lm_head_all_to_all
+    enable_attn_tp_input_scattered enable_shared_experts_attn_tp shared_experts_tp_size enable_dense_mlp_attn_tp
+    enable_layernorm_sp disable_attn_tp_gather enable_p2p_check device base_gpu_id gpu_id_step random_seed
+    mlx_enable_sampling watchdog_timeout soft_watchdog_timeout sleep_on_idle use_ray custom_sigquit_handler numa_node
+    gc_threshold host port fastapi_root_path smg_grpc_mode grpc_mode grpc_port grpc_worker_threads sidecar
+    sidecar_args skip_server_warmup warmups enable_http2 http2_max_concurrent_streams
+    http2_initial_connection_window_size ssl_keyfile ssl_certfile ssl_ca_certs ssl_keyfile_password enable_ssl_refresh
+    api_key admin_api_key served_model_name weight_version chat_template trust_request_chat_template
+    hf_chat_template_name completion_template file_storage_path enable_cache_report return_input_ids return_output_ids
+    reasoning_parser default_chat_template_kwargs strip_thinking_cache enable_strict_thinking tool_call_parser
+    tool_server sampling_defaults asr_max_buffer_seconds asr_max_concurrent_sessions preferred_sampling_params
+    allow_auto_truncate stream_interval batch_notify_size stream_response_default_include_usage
+    incremental_streaming_output enable_streaming_session enable_session_radix_cache log_level log_level_http
+    log_requests log_requests_level log_requests_format log_requests_target uvicorn_access_log_exclude_prefixes
+    crash_dump_folder show_time_cost enable_metrics smg_http_sidecar_port enable_mfu_metrics
+    enable_metrics_for_all_schedulers load_snapshot_publish_interval tokenizer_metrics_custom_labels_header
+    tokenizer_metrics_allowed_custom_labels extra_metric_labels bucket_time_to_first_token bucket_inter_token_latency
+    bucket_e2e_request_latency prompt_tokens_buckets generation_tokens_buckets gc_warning_threshold_secs
+    decode_log_interval enable_request_time_stats_logging kv_events_config load_publish_endpoint
+    enable_forward_pass_metrics forward_pass_metrics_worker_id forward_pass_metrics_ipc_name enable_trace
+    trace_modules otlp_traces_endpoint export_metrics_to_file export_metrics_to_file_dir stat_loggers
+    constrained_json_whitespace_pattern constrained_json_disable_any_whitespace constrained_json_max_whitespace_cnt
+    attention_backend decode_attention_backend enable_lean_attention prefill_attention_backend sampling_backend
+    grammar_backend radix_cache_backend mm_attention_backend fp8_gemm_runner_backend fp4_gemm_runner_backend
+    bf16_gemm_backend dsa_prefill_backend dsv4_prefill_backend dsa_decode_backend dsa_paged_mqa_logits_backend
+    dsa_topk_backend disable_flashinfer_autotune flashinfer_autotune_skip_ops mamba_backend cuda_graph_config
+    cuda_graph_backend_decode cuda_graph_backend_prefill cuda_graph_max_bs_decode cuda_graph_max_bs_prefill
+    cuda_graph_bs_decode cuda_graph_bs_prefill cuda_graph_prefill_max_context disable_prefill_cuda_graph
+    disable_decode_cuda_graph disable_cuda_graph disable_cuda_graph_padding enable_profile_cuda_graph
+    enable_cudagraph_gc debug_cuda_graph enable_layerwise_nvtx_marker enable_nccl_nvls enable_symm_mem
+    triton_attention_reduce_in_fp32 triton_attention_num_kv_splits triton_attention_split_tile_size
+    flashinfer_mla_disable_ragged enable_fused_qk_norm_rope enable_precise_embedding_interpolation
+    enable_fused_moe_sum_all_reduce enable_deepseek_v4_fp4_indexer disable_custom_all_reduce enable_mscclpp
+    enable_torch_symm_mem enable_scattered_sconv pre_warm_nccl boundary_reduction enable_quant_communications
+    enable_flashinfer_allreduce_fusion enforce_disable_flashinfer_allreduce_fusion flashinfer_allreduce_fusion_backend
+    enable_aiter_allreduce_fusion enable_torch_compile enable_torch_compile_debug_mode torch_compile_max_bs
+    speculative_algorithm uno_lora_path speculative_draft_model_path speculative_draft_model_revision
+    speculative_draft_load_format speculative_num_steps speculative_eagle_topk speculative_num_draft_tokens
+    speculative_dflash_block_size speculative_dspark_block_size speculative_dspark_sps_table_path
+    speculative_dspark_confidence_sts_path speculative_dspark_align_verify_tokens_to_graph_tier
+    speculative_accept_threshold_single speculative_accept_threshold_acc speculative_use_rejection_sampling
+    speculative_token_map speculative_attention_mode speculative_draft_attention_backend speculative_dsa_topk_backend
+    speculative_draft_kv_cache_dtype speculative_draft_window_size speculative_moe_runner_backend
+    speculative_moe_a2a_backend speculative_enable_w4a4_mxfp4_megamoe speculative_draft_model_quantization
+    _speculative_draft_quantization_explicitly_set enable_multi_layer_eagle speculative_adaptive
+    speculative_adaptive_config decoupled_spec_bind_endpoint decoupled_spec_connect_endpoints decoupled_spec_rank
+    decoupled_spec_role spec_trace_dir speculative_ngram_min_bfs_breadth speculative_ngram_max_bfs_breadth
+    speculative_ngram_match_type speculative_ngram_max_trie_depth speculative_ngram_capacity
+    speculative_ngram_external_corpus_path speculative_ngram_external_sam_budget
+    speculative_ngram_external_corpus_max_tokens ep_size moe_a2a_backend enable_w4a4_mxfp4_megamoe deepep_v2_mode
+    moe_runner_backend flashinfer_mxfp4_moe_precision deepep_mode fuseep_mode deepep_dispatcher_output_dtype
+    ep_num_redundant_experts ep_dispatch_algorithm init_expert_location enable_eplb eplb_algorithm
+    eplb_rebalance_num_iterations eplb_rebalance_layers_per_chunk eplb_min_rebalancing_utilization_threshold
+    expert_distribution_recorder_mode expert_distribution_recorder_buffer_size expert_balancedness_report_mode
+    deepep_config moe_dense_tp_size elastic_ep_backend enable_elastic_expert_backup mooncake_ib_device
+    enable_waterfill ep_join_mode ep_join_rank_offset elastic_ep_initial_size max_ep_size elastic_ep_scale_timeout
+    disable_flashinfer_cutlass_moe_fp4_allgather disable_shared_experts_fusion enforce_shared_experts_fusion
+    max_mamba_cache_size mamba_ssm_dtype mamba_max_states_per_path enable_mamba_cache_stochastic_rounding
+    mamba_cache_philox_rounds mamba_full_memory_ratio mamba_radix_cache_strategy uses_mamba_radix_cache
+    mamba_track_interval enable_int8_mamba_checkpoint int8_mamba_ckpt_size linear_attn_backend
+    linear_attn_decode_backend linear_attn_prefill_backend linear_attn_verify_backend enable_linear_replayssm
+    linear_replayssm_cache_len enable_linear_replayssm_spec enable_hierarchical_cache hicache_host_memory_mode
+    hicache_ratio hicache_size hicache_write_policy hicache_io_backend hicache_mem_layout hicache_storage_backend
+    hicache_storage_prefetch_policy hicache_storage_backend_extra_config hicache_storage_prefetch_retry_poll_interval
+    hicache_storage_prefetch_retry_max_attempts enable_unified_cache_external_linker
+    unified_cache_external_linker_backend enable_hisparse hisparse_config enable_broadcast_mm_inputs_process
+    enable_prefix_mm_cache mm_enable_dp_encoder mm_process_config mm_processor_worker_num mm_io_worker_num
+    allowed_media_domains media_url_max_file_size_mb mm_preprocess_cache_size_mb trust_mm_content_hashes
+    limit_mm_data_per_request enable_mm_global_cache image_processor_backend mm_global_cache_backend
+    disable_fast_image_processor mm_feature_transport enable_lora enable_lora_overlap_loading max_lora_rank
+    lora_target_modules lora_paths max_loaded_loras max_loras_per_batch lora_eviction_policy lora_backend
+    max_lora_chunk_size experts_shared_outer_loras lora_use_virtual_experts lora_strict_loading
+    lora_drain_wait_threshold enable_two_batch_overlap enable_single_batch_overlap tbo_token_distribution_threshold
+    cpu_offload_gb offload_group_size offload_num_in_group offload_prefetch_step offload_mode enable_lmcache
+    lmcache_config_file enable_flexkv flexkv_config_file kt_weight_path kt_method kt_cpuinfer kt_threadpool_count
+    kt_num_gpu_experts kt_max_deferred_experts_per_token dllm_algorithm dllm_algorithm_config dllm_fdfo
+    disaggregation_mode disaggregation_transfer_backend disaggregation_bootstrap_port disaggregation_ib_device
+    disaggregation_decode_enable_radix_cache disaggregation_decode_enable_offload_kvcache
+    disaggregation_decode_retraction_backup num_reserved_decode_tokens disaggregation_decode_extra_slots
+    disaggregation_decode_polling_interval optimistic_prefill_attempts encoder_only language_only language_model_only
+    encoder_transfer_backend encoder_urls encoder_bootstrap_port encoder_register_urls
+    enable_adaptive_dispatch_to_encoder enable_pdmux pdmux_config_path sm_group_num startup_weight_load_mode
+    custom_weight_loader weight_loader_disable_mmap weight_loader_prefetch_checkpoints
+    weight_loader_prefetch_num_threads weight_loader_drop_cache_after_load
+    remote_instance_weight_loader_seed_instance_ip remote_instance_weight_loader_seed_instance_service_port
+    remote_instance_weight_loader_send_weights_group_ports remote_instance_weight_loader_backend
+    remote_instance_weight_loader_start_seed_via_transfer_engine engine_info_bootstrap_port modelexpress_config
+    download_dir model_checksum delete_ckpt_after_loading decrypted_config_file decrypted_draft_config_file
+    checkpoint_engine_wait_weights_before_ready enable_prefill_delayer prefill_delayer_max_delay_passes
+    prefill_delayer_token_usage_low_watermark prefill_delayer_forward_passes_buckets
+    prefill_delayer_wait_seconds_buckets prefill_delayer_queue_min_ratio prefill_delayer_max_delay_ms
+    min_free_slots_delay enable_deterministic_inference rl_on_policy_target kv_canary kv_canary_real_data
+    kv_canary_sweep_interval enable_dynamic_batch_tokenizer dynamic_batch_tokenizer_batch_size
+    dynamic_batch_tokenizer_batch_timeout enable_tokenizer_batch_encode disable_tokenizer_batch_decode
+    debug_tensor_dump_output_folder debug_tensor_dump_layers debug_tensor_dump_input_file enable_memory_saver
+    enable_weights_cpu_backup enable_draft_weights_cpu_backup enable_custom_logit_processor
+    enable_return_hidden_states return_hidden_states_mode enable_return_routed_experts enable_return_indexer_topk
+    sampling_mask_max_tokens disable_outlines_disk_cache enable_mis weight_cache_mode weight_cache_socket
+    weight_cache_timeout forward_hooks msprobe_dump_config ple_offload_embedding ple_offload_backend ple_offload_dir
+    disaggregation_enable_kv_checksum enable_pd_role_switch speculative_domino_candidate_pool_size
+    flashinfer_a2a_dispatch_type cuda_graph_max_seq_len_prefill prefill_kv_cache_dequant_dtype dsv4_attn_backend
+    otlp_service_name _radix_eviction_policy_explicitly_set hicache_host_memory_fraction enable_linker_mla_dedup
+    _swa_full_tokens_ratio_explicitly_set swa_prefix_tails enable_encoder_swa_bounded_replay
+    enable_decoder_swa_bounded_replay enable_response_store disaggregation_decode_host_receive_threshold
+    qsa_indexer_dtype disaggregation_decode_allocation_policy speculative_boundary_reduction
+    speculative_use_block_verification speculative_draft_sink_size disable_aiter_allreduce_fusion_in_prefill
+    disable_aiter_allreduce_fusion_in_decode enable_amd_monokernel dsa_triton_union enable_dsa_fused_indexer
+    enable_cp_tp_group_sharing enable_watermark watermark_config watermark_key watermark_key_b
+    watermark_context_window watermark_mixing_probability watermark_max_probability watermark_default_enabled
+    watermark_enforce_all grpc_response_timeout_secs enable_paged_experts paged_experts_num_resident
+    enable_nvidia_megakernel enable_megamoe_for_layernorm_sp enable_http_worker_reuseport
+    prefill_decode_interval_min_bs unified_cache_external_linker_config enable_return_aux_hidden_states
+    aux_hidden_state_capture return_aux_hidden_state_layer_ids
+""".split())
+FALSE_FIELDS = frozenset("""
+    skip_tokenizer_init trust_remote_code is_embedding enable_fp32_lm_head quantize_and_serve enable_tf32_matmul
+    enable_dynamic_chunking enable_priority_scheduling disable_priority_preemption abort_on_priority_when_disabled
+    schedule_low_priority_values_first disable_hybrid_swa_memory prefill_only_disable_kv_cache disable_radix_cache
+    enable_page_major_kv_layout enable_unified_memory disable_chunked_prefix_cache disable_overlap_schedule
+    enable_mixed_chunk enable_prefill_cp enable_dsa_cache_layer_split enable_cp_decode_attn_tp
+    enable_kv_cache_sharding enable_dp_attention enable_dp_attention_local_control_broadcast enable_dp_lm_head
+    enable_attn_tp_input_scattered enable_shared_experts_attn_tp enable_dense_mlp_attn_tp enable_layernorm_sp
+    disable_attn_tp_gather enable_p2p_check mlx_enable_sampling sleep_on_idle use_ray smg_grpc_mode grpc_mode
+    skip_server_warmup enable_http2 enable_ssl_refresh trust_request_chat_template enable_cache_report
+    return_input_ids return_output_ids strip_thinking_cache enable_strict_thinking allow_auto_truncate
+    stream_response_default_include_usage incremental_streaming_output enable_streaming_session
+    enable_session_radix_cache log_requests show_time_cost enable_metrics enable_mfu_metrics
+    enable_metrics_for_all_schedulers enable_request_time_stats_logging enable_forward_pass_metrics enable_trace
+    export_metrics_to_file constrained_json_disable_any_whitespace disable_flashinfer_autotune
+    disable_prefill_cuda_graph disable_decode_cuda_graph disable_cuda_graph disable_cuda_graph_padding
+    enable_profile_cuda_graph enable_cudagraph_gc debug_cuda_graph enable_layerwise_nvtx_marker enable_nccl_nvls
+    enable_symm_mem triton_attention_reduce_in_fp32 flashinfer_mla_disable_ragged
+    enable_precise_embedding_interpolation enable_fused_moe_sum_all_reduce enable_deepseek_v4_fp4_indexer
+    disable_custom_all_reduce enable_mscclpp enable_torch_symm_mem enable_scattered_sconv pre_warm_nccl
+    enable_quant_communications enable_flashinfer_allreduce_fusion enforce_disable_flashinfer_allreduce_fusion
+    enable_aiter_allreduce_fusion enable_torch_compile enable_torch_compile_debug_mode
+    speculative_dspark_align_verify_tokens_to_graph_tier speculative_use_rejection_sampling enable_multi_layer_eagle
+    speculative_adaptive enable_w4a4_mxfp4_megamoe enable_eplb enable_elastic_expert_backup enable_waterfill
+    disable_flashinfer_cutlass_moe_fp4_allgather disable_shared_experts_fusion enforce_shared_experts_fusion
+    enable_mamba_cache_stochastic_rounding uses_mamba_radix_cache enable_int8_mamba_checkpoint enable_linear_replayssm
+    enable_linear_replayssm_spec enable_hierarchical_cache enable_unified_cache_external_linker enable_hisparse
+    enable_broadcast_mm_inputs_process enable_prefix_mm_cache mm_enable_dp_encoder trust_mm_content_hashes
+    enable_mm_global_cache disable_fast_image_processor lora_use_virtual_experts lora_strict_loading
+    enable_two_batch_overlap enable_single_batch_overlap enable_lmcache enable_flexkv
+    disaggregation_decode_enable_radix_cache disaggregation_decode_enable_offload_kvcache encoder_only language_only
+    language_model_only enable_adaptive_dispatch_to_encoder enable_pdmux weight_loader_disable_mmap
+    weight_loader_prefetch_checkpoints weight_loader_drop_cache_after_load
+    remote_instance_weight_loader_start_seed_via_transfer_engine delete_ckpt_after_loading
+    checkpoint_engine_wait_weights_before_ready enable_prefill_delayer enable_deterministic_inference
+    enable_dynamic_batch_tokenizer enable_tokenizer_batch_encode disable_tokenizer_batch_decode enable_memory_saver
+    enable_weights_cpu_backup enable_draft_weights_cpu_backup enable_custom_logit_processor
+    enable_return_hidden_states enable_return_routed_experts enable_return_indexer_topk disable_outlines_disk_cache
+    enable_mis disaggregation_enable_kv_checksum enable_pd_role_switch _radix_eviction_policy_explicitly_set
+    enable_linker_mla_dedup enable_encoder_swa_bounded_replay enable_response_store speculative_use_block_verification
+    disable_aiter_allreduce_fusion_in_prefill disable_aiter_allreduce_fusion_in_decode enable_amd_monokernel
+    enable_cp_tp_group_sharing enable_watermark watermark_default_enabled watermark_enforce_all enable_paged_experts
+    enable_nvidia_megakernel enable_megamoe_for_layernorm_sp enable_http_worker_reuseport
+    enable_return_aux_hidden_states
+""".split())
+SERVER_ARGS_DEFAULTS = {
+    'tokenizer_mode': 'auto', 'tokenizer_backend': 'huggingface', 'tokenizer_worker_num': 1,
+    'detokenizer_worker_num': 1, 'load_format': 'auto', 'model_loader_extra_config': '{}', 'model_impl': 'auto',
+    'model_config_parser': 'auto', 'json_model_override_args': '{}', 'dtype': 'auto', 'kv_cache_dtype': 'auto',
+    'max_prefill_tokens': 16384, 'schedule_policy': 'fcfs', 'priority_scheduling_preemption_threshold': 10,
+    'retraction_policy': 'length', 'schedule_conservativeness': 1.0, 'c128_page_size': 16,
+    'swa_full_tokens_ratio': 0.8, 'radix_eviction_policy': 'lru', 'num_continuous_decode_steps': 1,
+    'scheduler_recv_interval': 1, 'nnodes': 1, 'node_rank': 0, 'tp_size': 1, 'dcp_size': 1, 'pp_size': 1,
+    'pp_async_batch_depth': 0, 'dp_size': 1, 'attn_dp_size': 1, 'load_balance_method': 'auto', 'attn_cp_size': 1,
+    'moe_dp_size': 1, 'dwdp_size': 1, 'base_gpu_id': 0, 'gpu_id_step': 1, 'watchdog_timeout': 300,
+    'host': '127.0.0.1', 'port': 30000, 'fastapi_root_path': '', 'http2_max_concurrent_streams': 200,
+    'http2_initial_connection_window_size': 1048576, 'weight_version': 'default', 'sampling_defaults': 'model',
+    'asr_max_buffer_seconds': 60, 'asr_max_concurrent_sessions': 32, 'stream_interval': 1, 'batch_notify_size': 16,
+    'log_level': 'info', 'log_requests_level': 2, 'log_requests_format': 'text',
+    'uvicorn_access_log_exclude_prefixes': [], 'load_snapshot_publish_interval': 15,
+    'tokenizer_metrics_custom_labels_header': 'x-custom-labels', 'gc_warning_threshold_secs': 0.0,
+    'decode_log_interval': 40, 'forward_pass_metrics_worker_id': '', 'trace_modules': 'request',
+    'otlp_traces_endpoint': 'localhost:4317', 'fp8_gemm_runner_backend': 'auto', 'fp4_gemm_runner_backend': 'auto',
+    'bf16_gemm_backend': 'auto', 'dsv4_prefill_backend': 'auto', 'dsa_paged_mqa_logits_backend': 'auto',
+    'dsa_topk_backend': 'sgl-kernel', 'mamba_backend': 'triton', 'triton_attention_num_kv_splits': 8,
+    'boundary_reduction': 'auto', 'torch_compile_max_bs': 32, 'speculative_accept_threshold_single': 1.0,
+    'speculative_accept_threshold_acc': 1.0, 'speculative_attention_mode': 'prefill',
+    'speculative_dsa_topk_backend': 'sgl-kernel', 'decoupled_spec_role': 'null',
+    'speculative_ngram_min_bfs_breadth': 1, 'speculative_ngram_max_bfs_breadth': 10,
+    'speculative_ngram_match_type': 'BFS', 'speculative_ngram_max_trie_depth': 18,
+    'speculative_ngram_capacity': 10000000, 'speculative_ngram_external_sam_budget': 0,
+    'speculative_ngram_external_corpus_max_tokens': 10000000, 'ep_size': 1, 'moe_a2a_backend': 'none',
+    'deepep_v2_mode': 'direct', 'moe_runner_backend': 'auto', 'flashinfer_mxfp4_moe_precision': 'default',
+    'deepep_mode': 'auto', 'fuseep_mode': 2, 'deepep_dispatcher_output_dtype': 'auto', 'ep_num_redundant_experts': 0,
+    'init_expert_location': 'trivial', 'eplb_algorithm': 'auto', 'eplb_rebalance_num_iterations': 1000,
+    'eplb_min_rebalancing_utilization_threshold': 1.0, 'expert_balancedness_report_mode': 'off',
+    'ep_join_rank_offset': 0, 'elastic_ep_scale_timeout': 600, 'mamba_max_states_per_path': -1,
+    'mamba_cache_philox_rounds': 0, 'mamba_full_memory_ratio': 0.9, 'mamba_radix_cache_strategy': 'auto',
+    'mamba_track_interval': 256, 'linear_attn_backend': 'triton', 'linear_replayssm_cache_len': 16,
+    'hicache_host_memory_mode': 'cache', 'hicache_size': 0, 'hicache_write_policy': 'write_through',
+    'hicache_io_backend': 'kernel', 'hicache_mem_layout': 'page_first', 'hicache_storage_prefetch_policy': 'timeout',
+    'hicache_storage_prefetch_retry_poll_interval': 8, 'hicache_storage_prefetch_retry_max_attempts': 8,
+    'unified_cache_external_linker_backend': 'mooncake', 'mm_processor_worker_num': 0, 'mm_io_worker_num': 0,
+    'allowed_media_domains': [], 'media_url_max_file_size_mb': 64, 'image_processor_backend': 'auto',
+    'mm_global_cache_backend': 'mooncake', 'max_loras_per_batch': 8, 'lora_eviction_policy': 'lru',
+    'lora_backend': 'csgmv', 'max_lora_chunk_size': 16, 'lora_drain_wait_threshold': 0.0,
+    'tbo_token_distribution_threshold': 0.48, 'cpu_offload_gb': 0, 'offload_group_size': -1,
+    'offload_num_in_group': 1, 'offload_prefetch_step': 1, 'offload_mode': 'cpu', 'kt_method': 'AMXINT4',
+    'kt_threadpool_count': 2, 'dllm_fdfo': True, 'disaggregation_mode': 'null',
+    'disaggregation_transfer_backend': 'mooncake', 'disaggregation_bootstrap_port': 8998,
+    'num_reserved_decode_tokens': 512, 'disaggregation_decode_polling_interval': 1, 'optimistic_prefill_attempts': 0,
+    'encoder_transfer_backend': 'auto', 'encoder_urls': [], 'encoder_bootstrap_port': 8997,
+    'encoder_register_urls': [], 'sm_group_num': 8, 'startup_weight_load_mode': 'serial',
+    'weight_loader_prefetch_num_threads': 4, 'remote_instance_weight_loader_backend': 'nccl',
+    'engine_info_bootstrap_port': 6789, 'prefill_delayer_max_delay_passes': 30, 'kv_canary': 'none',
+    'kv_canary_real_data': 'none', 'kv_canary_sweep_interval': 0, 'dynamic_batch_tokenizer_batch_size': 32,
+    'dynamic_batch_tokenizer_batch_timeout': 0.002, 'sampling_mask_max_tokens': 4096, 'weight_cache_mode': 'off',
+    'weight_cache_timeout': 1800, 'ple_offload_backend': 'pinned', 'speculative_domino_candidate_pool_size': 2048,
+    'prefill_kv_cache_dequant_dtype': 'auto', 'dsv4_attn_backend': 'auto', 'hicache_host_memory_fraction': 0.8,
+    'disaggregation_decode_host_receive_threshold': 1.0, 'qsa_indexer_dtype': 'auto',
+    'disaggregation_decode_allocation_policy': 'early', 'speculative_boundary_reduction': 'rs+rsv',
+    'dsa_triton_union': 0, 'watermark_config': '<redacted>', 'watermark_key': '<redacted>',
+    'watermark_key_b': '<redacted>', 'watermark_context_window': 4, 'watermark_mixing_probability': 0.5,
+    'watermark_max_probability': 1.0, 'grpc_response_timeout_secs': 300, 'prefill_decode_interval_min_bs': 0,
+}
+
+INIT_MEM_GIB = 1.2          # CUDA context + NCCL, taken before the weights load
+CUDA_GRAPH_GIB = 0.48       # "Capture target decode CUDA graph end. ... mem usage="
 DECODE_LOG_INTERVAL = 40    # SGLang's --decode-log-interval default
 ANSWER = ("This is a deterministic answer from the SGLang simulator. It stands in for a real model "
           "so that deployment checks can exercise the serving path without GPUs.")
@@ -141,7 +423,11 @@ class Log(object):
 # Command line
 # ---------------------------------------------------------------------------------------------------------
 
-def build_parser():
+def build_parser(given_only=False):
+    """SGLang's flags the simulator knows (under SGLang's dest names), then its own --sim-* options.
+
+    given_only: every default is left out, so a parse returns only the flags given.
+    """
     p = argparse.ArgumentParser(prog="sglang_sim.py", description="Test-only SGLang server simulator.")
     a = p.add_argument
     a("--model-path", "--model", dest="model_path", required=True)
@@ -170,8 +456,9 @@ def build_parser():
     a("--node-rank", type=int, default=0)
     a("--dist-init-addr")
     a("--attention-backend")
+    a("--decode-attention-backend")
     a("--moe-runner-backend", default="auto")
-    a("--fp4-gemm-backend", default="auto")
+    a("--fp4-gemm-backend", dest="fp4_gemm_runner_backend", default="auto")
     a("--reasoning-parser")
     a("--tool-call-parser")
     a("--speculative-algorithm")
@@ -187,7 +474,7 @@ def build_parser():
     a("--disable-radix-cache", action="store_true")
     a("--enable-metrics", action="store_true")
     a("--enable-dp-attention", action="store_true")
-    a("--cuda-graph-max-bs", type=int)
+    a("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", dest="cuda_graph_max_bs_decode", type=int)
     a("--skip-server-warmup", action="store_true")
     a("--log-level", default="info")
     a("--log-requests", action="store_true")
@@ -201,10 +488,26 @@ def build_parser():
         if name == "fault":
             kwargs["choices"] = FAULTS
         sim.add_argument("--sim-" + name.replace("_", "-"), **kwargs)
+    if given_only:
+        for action in p._actions:
+            action.default = argparse.SUPPRESS
     return p
 
 
 SIM_DESTS = set("sim_" + n for n in SIM_OPTIONS)
+
+
+def launch_command(argv):
+    """SGLang's launch_command: the arguments as typed, joined by spaces (the simulator's --sim-* options left out)."""
+    words, skip = [], False
+    for word in strip_launcher(argv):
+        if skip:
+            skip = False
+        elif word.startswith("--sim-"):
+            skip = "=" not in word
+        else:
+            words.append(word)
+    return " ".join(words)
 
 
 def strip_launcher(argv):
@@ -307,16 +610,20 @@ def read_quant(model_path, cfg):
     return {"method": method, "algo": algo, "kv_cache_quant_algo": kv_algo}
 
 
-def resolve_kv(flag, model):
-    """(scheduler's kv_cache_dtype string, torch dtype, bytes per element) the way SGLang resolves it."""
-    if flag == "auto":
+def resolve_kv(setting, model):
+    """(the model runner's kv_cache_dtype string, torch dtype, bytes per element) for the server args' setting.
+
+    As SGLang 0.5.23's mem_cache/kv_cache_dtype.py: auto is FP8 E4M3 when the checkpoint's KV quant algo is FP8,
+    else the model dtype (the string then stays auto). The server args keep the setting either way.
+    """
+    if setting == "auto":
         kv_algo = model["quant"]["kv_cache_quant_algo"]
         if isinstance(kv_algo, str) and kv_algo.upper() == "FP8":
             return "fp8_e4m3", "torch.float8_e4m3fn", 1.0
         torch_dtype, size = MODEL_DTYPES.get(str(model["dtype"]), MODEL_DTYPES["bfloat16"])
         return "auto", torch_dtype, size
-    torch_dtype, size = KV_DTYPES[flag]
-    return flag, torch_dtype, size
+    torch_dtype, size = KV_DTYPES[setting]
+    return setting, torch_dtype, size
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -404,6 +711,7 @@ class Simulator(object):
         self.parser = build_parser()
         ns, unknown = self.parser.parse_known_args(strip_launcher(argv))
         self.args = ns
+        self.given = vars(build_parser(given_only=True).parse_known_args(strip_launcher(argv))[0])
         self.unknown = unknown
         self.sim = sim_settings(ns)
         self.fault = self.sim["fault"]
@@ -470,25 +778,23 @@ class Simulator(object):
     def on_signal(self, signum, _frame):
         self.stopping = True
 
-    def server_args(self, scheduler=False):
-        """ServerArgs fields in parser order; scheduler=True gives the scheduler's copy."""
+    def server_args(self):
+        """ServerArgs.resolved_dict() of SGLang 0.5.23: every field in order, the flags given, what resolution sets."""
         a = self.args
-        out = {"model_path": a.model_path, "tokenizer_path": a.tokenizer_path or a.model_path,
-               "tokenizer_mode": "auto", "skip_tokenizer_init": False}
-        for action in self.parser._actions:
-            dest = action.dest
-            if dest in ("help", "model_path", "tokenizer_path") or dest in SIM_DESTS:
-                continue
-            out[dest] = getattr(a, dest)
-        out["served_model_name"] = self.served_name
-        out["device"] = "cuda"
-        out["mem_fraction_static"] = self.plan["mem_fraction_static"]
-        out["chunked_prefill_size"] = self.chunked_prefill_size
-        out["speculative_algorithm"] = self.spec_algo
+        out = dict((name, False if name in FALSE_FIELDS else SERVER_ARGS_DEFAULTS.get(name)) for name in SERVER_ARGS_FIELDS)
+        out.update((dest, value) for dest, value in self.given.items() if dest not in SIM_DESTS)
+        out.update(self.backends)
+        out.update({
+            "tokenizer_path": a.tokenizer_path or a.model_path,
+            "served_model_name": self.served_name,
+            "device": "cuda",
+            "kv_cache_dtype": self.kv_setting,
+            "mem_fraction_static": self.plan["mem_fraction_static"],
+            "chunked_prefill_size": self.chunked_prefill_size,
+            "speculative_algorithm": self.spec_algo,
+        })
         if self.spec_algo and a.max_running_requests is None:
             out["max_running_requests"] = 48
-        if scheduler:
-            out["kv_cache_dtype"] = self.kv_string
         return out
 
     def write_state(self):
@@ -514,6 +820,8 @@ class Simulator(object):
             "dist_init_addr": a.dist_init_addr,
             "rendezvous": getattr(self, "meeting", None),
             "kv_cache_dtype_flag": a.kv_cache_dtype,
+            # after argument resolution (/server_info), and what the model runner made of it
+            "kv_cache_dtype_server_args": getattr(self, "kv_setting", None),
             "kv_cache_dtype_resolved": getattr(self, "kv_string", None),
             "kv_torch_dtype": getattr(self, "kv_torch", None),
             "fp8_scale_warning": getattr(self, "fp8_warning", None),
@@ -544,6 +852,7 @@ class Simulator(object):
     def _run(self):
         a = self.args
         if self.unknown:
+            # the simulator's own line: real SGLang refuses unknown flags (sglang_args_check catches them)
             self.log.line("WARNING sglang_sim: ignoring unrecognized arguments: %s" % " ".join(self.unknown))
         try:
             self.model = read_checkpoint(a.model_path)
@@ -552,78 +861,70 @@ class Simulator(object):
                            "    server_args = prepare_server_args(sys.argv[1:])\n%s: %s\n" % (type(exc).__name__, exc))
             return 1
         self.quant_method = a.quantization or self.model["quant"]["method"]
-        self.kv_string, self.kv_torch, kv_bytes = resolve_kv(a.kv_cache_dtype, self.model)
+        self.resolve_backends()
+        self.kv_string, self.kv_torch, kv_bytes = resolve_kv(self.kv_setting, self.model)
         self.plan = plan_memory(a, self.sim, self.model, kv_bytes, bool(self.spec_algo))
         self.context_len = a.context_length or self.model["context_length"]
         self.chunked_prefill_size = a.chunked_prefill_size or 8192
-        # the target model checks the flag string before the KV dtype is resolved
-        self.fp8_warning = a.kv_cache_dtype == "fp8_e4m3" and not a.quantization_param_path
-        self.draft_fp8_warning = bool(self.spec_algo) and self.kv_string == "fp8_e4m3" and not a.quantization_param_path
+        # load_model_utils.load_kv_cache_scales checks the server args (auto never warns), for target and draft alike
+        self.fp8_warning = self.kv_setting == "fp8_e4m3" and not a.quantization_param_path
         if self.fault == "ignore_sigterm":
             self.spawn_stubborn_child()
         self.write_state()
 
-        self.log.line("server_args=ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in self.server_args().items()))
+        self.log.line(self.fmt("server_args", self.server_args()))
         load = self.sim["load_seconds"]
-        self.each_rank("Init torch distributed begin.")
         self.pause(0.03 * load if self.fault != "crash" else 0.02)
         if a.nnodes > 1 and not self.rendezvous():
             return 1
-        self.each_rank("Init torch distributed ends. elapsed=%.2f s, mem usage=%.2f GB" % (0.03 * load, INIT_MEM_GIB))
         if self.fault == "crash":
             self.crash_traceback()
             return 1
-        if self.quant_method == "modelopt_fp4":
-            self.each_rank("Detected nvfp4 checkpoint. Please note that the format is experimental and subject to change.")
         plan = self.plan
-        self.each_rank("Load weight begin. avail mem=%.2f GB" % plan["avail_start_gib"])
+        self.each_rank(self.fmt("load_begin", plan["avail_start_gib"]))
         if self.fault == "oom":
             self.pause(0.3 * load)
             self.oom_traceback()
             return 1
         t0 = time.time()
         self.pause(load)
+        if self.quant_method == "modelopt_fp4":
+            self.each_rank(self.fmt("nvfp4"))
         if self.fp8_warning:
-            self.each_rank("Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0. "
-                           "This may lead to less accurate results!")
+            self.each_rank(self.fmt("fp8_no_scales"))
+        quant = ""
         if self.quant_method:
-            quant = "quant=%s, quant_algo=%s" % (self.quant_method, self.model["quant"]["algo"])
-        else:
-            quant = "dtype=%s" % MODEL_DTYPES.get(str(self.model["dtype"]), MODEL_DTYPES["bfloat16"])[0]
-        self.each_rank("Load weight end. elapsed=%.2f s, type=%s, %s, avail mem=%.2f GB, mem usage=%.2f GB."
-                       % (time.time() - t0, self.model["architecture"], quant, plan["avail_loaded_gib"], self.sim["weight_gib"]))
+            quant = "quant=%s, quant_algo=%s, " % (self.quant_method, self.model["quant"]["algo"])
+        self.each_rank(self.fmt("load_end", time.time() - t0, self.model["architecture"], quant, plan["avail_loaded_gib"],
+                                self.sim["weight_gib"]))
         if not plan["ok"]:
             self.not_enough_memory()
             return 1
-        self.rank0("Using KV cache dtype: %s" % self.kv_torch)
         if plan["mamba_slots"]:
-            self.each_rank("Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: %.2fGB, ssm_state size: %.2fGB "
-                           % (plan["mamba_slots"], plan["conv_gib"], plan["ssm_gib"]))
+            self.each_rank(self.fmt("mamba_pool", plan["mamba_slots"], plan["conv_gib"], plan["ssm_gib"]))
         for rank in self.ranks:
-            self.log.line("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
-                          % (plan["max_total_num_tokens"], plan["k_gib"], plan["k_gib"]), self.tags(rank))
-            self.log.line("Memory pool end. avail mem=%.2f GB" % plan["pool_end_avail_gib"], self.tags(rank))
+            self.log.line(self.fmt("kv_pool", self.kv_torch, plan["max_total_num_tokens"], plan["k_gib"], plan["k_gib"]),
+                          self.tags(rank))
+            self.log.line(self.fmt("pool_end", plan["pool_end_avail_gib"]), self.tags(rank))
         if self.model["linear_layers"]:
-            self.rank0("Linear attention kernel backend: decode=triton, prefill=triton")
-            self.rank0("Using hybrid linear attention backend for hybrid GDN models.")
+            self.rank0(self.fmt("linear_backend", "triton", "triton", "triton"))
+            self.each_rank(self.fmt("hybrid_gdn"))
         if self.spec_algo:
-            if self.draft_fp8_warning:
-                self.each_rank("Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0. "
-                               "This may lead to less accurate results!")
-            self.each_rank("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
-                           % (plan["max_total_num_tokens"], plan["draft_k_gib"], plan["draft_k_gib"]))
-        self.each_rank("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB" % plan["pool_end_avail_gib"])
-        max_bs = a.cuda_graph_max_bs or min(plan["max_running_requests"], 256)
+            # the draft model loads like the target: the same FP8 check, then its one-layer KV pool
+            if self.fp8_warning:
+                self.each_rank(self.fmt("fp8_no_scales"))
+            self.each_rank(self.fmt("kv_pool", self.kv_torch, plan["max_total_num_tokens"], plan["draft_k_gib"],
+                                    plan["draft_k_gib"]))
+        phase, per_req = ("verify", (a.speculative_num_draft_tokens or 4)) if self.spec_algo else ("decode", 1)
+        self.each_rank(self.fmt("graph_begin", phase, per_req, plan["pool_end_avail_gib"]))
+        max_bs = a.cuda_graph_max_bs_decode or min(plan["max_running_requests"], 256)
         sizes = [bs for bs in [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 96, 128, 160, 192, 256] if bs <= max_bs]
-        self.rank0("Capture cuda graph bs %s" % (sizes or [1]))
         t0 = time.time()
         self.pause(0.1 * load)
-        self.each_rank("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
-                       % (time.time() - t0, CUDA_GRAPH_GIB, plan["available_gpu_mem_gib"]))
-        self.rank0("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
-                   "context_len=%d, available_gpu_mem=%.2f GB"
-                   % (plan["max_total_num_tokens"], self.chunked_prefill_size, a.max_prefill_tokens,
-                      plan["max_running_requests"], self.context_len, plan["available_gpu_mem_gib"]))
+        self.each_rank(self.fmt("graph_end", phase, sizes or [1], time.time() - t0, CUDA_GRAPH_GIB,
+                                plan["available_gpu_mem_gib"]))
+        self.rank0(self.fmt("max_tokens", plan["max_total_num_tokens"], self.chunked_prefill_size, a.max_prefill_tokens,
+                            plan["max_running_requests"], self.context_len, plan["available_gpu_mem_gib"]))
         if not self.serves_http:
             # other nodes run schedulers only
             self.status = "ready"
@@ -631,6 +932,23 @@ class Simulator(object):
             while True:
                 self.pause(3600)
         return self.serve()
+
+    def resolve_backends(self):
+        """What SGLang 0.5.23's argument resolution makes of the KV dtype and the attention backends."""
+        a = self.args
+        self.kv_setting = a.kv_cache_dtype
+        self.backends = {"attention_backend": a.attention_backend, "decode_attention_backend": a.decode_attention_backend}
+        for dest, value in sorted(self.backends.items()):
+            if value in FP8_ALIAS_BACKENDS:
+                self.log.line(self.fmt("deprecated_backend", dest.replace("_", "-"), value, FP8_ALIAS_BACKENDS[value]))
+                self.backends[dest] = FP8_ALIAS_BACKENDS[value]
+        if FP8_ALIAS_BACKENDS.keys() & {a.attention_backend, a.decode_attention_backend} and self.kv_setting != "fp8_e4m3":
+            self.log.line(self.fmt("tokenspeed_fp8"))
+            self.kv_setting = "fp8_e4m3"
+
+    @staticmethod
+    def fmt(name, *values):
+        return SGLANG_LOG[name][0] % values
 
     def rendezvous(self):
         """Meet the other nodes at --dist-init-addr; False (after logging torch's error) when that fails."""
@@ -724,7 +1042,7 @@ class Simulator(object):
         # the state file is current before anyone can read the ready line
         self.write_state()
         if self.status == "ready" and not a.skip_server_warmup:
-            self.log.line("The server is fired up and ready to roll!")
+            self.log.line(self.fmt("ready"))
         while True:
             self.pause(3600)
 
@@ -737,8 +1055,6 @@ class Simulator(object):
             self.log.line("INFO:     Waiting for application shutdown.")
             self.log.line("INFO:     Application shutdown complete.")
             self.log.line("INFO:     Finished server process [%d]" % self.pid)
-        else:
-            self.log.line("Received a termination signal. Shutting down.")
         return 0
 
     # -- faults -------------------------------------------------------------------------------------------
@@ -755,11 +1071,11 @@ class Simulator(object):
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True))
 
     def _traceback(self, rank, frames, final):
-        head = "Scheduler hit an exception: Traceback (most recent call last):"
+        head = self.fmt("scheduler_exception", "Traceback (most recent call last):")
         body = "".join('  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/%s", line %d, in %s\n    %s\n' % f for f in frames)
         self.log.line(head, self.tags(rank))
         self.log.write(body + final + "\n\n")
-        self.log.line("Received sigquit from a child process. It usually means the child failed.")
+        self.log.line(self.fmt("sigquit"))
 
     SCHEDULER_FRAMES = [
         ("managers/scheduler.py", 3096, "run_scheduler_process", "scheduler = Scheduler("),
@@ -833,8 +1149,9 @@ class Simulator(object):
             self.running += 1
             self.num_requests += 1
             self.prompt_tokens += prompt_tokens
-        self.rank0("Prefill batch, #new-seq: 1, #new-token: %d, #cached-token: 0, full token usage: 0.00, mamba usage: 0.00, "
-                   "#running-req: %d, #queue-req: 0" % (prompt_tokens, self.running - 1))
+        usage = "full token usage: 0.00, mamba usage: 0.00, " if self.model["linear_layers"] else "token usage: 0.00, "
+        self.rank0(self.fmt("prefill_batch", 1, prompt_tokens, 0, usage, self.running - 1, 0, 0, False,
+                            prompt_tokens / max(1e-3, time.time() - start)))
         try:
             due = start + self.sim["ttft_ms"] / 1000.0
             for i, tok in enumerate(tokens):
@@ -866,9 +1183,14 @@ class Simulator(object):
             log_now = self.decode_steps % DECODE_LOG_INTERVAL == 0
             running = self.running
         if log_now:
-            self.rank0("Decode batch, #running-req: %d, #full token: %d, full token usage: 0.00, mamba num: %d, mamba usage: 0.00, "
-                       "cuda graph: True, gen throughput (token/s): %.2f, #queue-req: 0"
-                       % (running, self.generation_tokens, running, self.gen_throughput()))
+            if self.model["linear_layers"]:
+                usage = "#full token: %d, full token usage: 0.00, mamba num: %d, mamba usage: 0.00, " % (
+                    self.generation_tokens, running)
+            else:
+                usage = "#token: %d, token usage: 0.00, " % self.generation_tokens
+            if self.spec_algo:
+                usage += "accept len: 1.00, accept rate: 0.00, "
+            self.rank0(self.fmt("decode_batch", running, usage, True, self.gen_throughput(), 0))
 
     def gen_throughput(self):
         if len(self.recent_tokens) < 2:
@@ -897,6 +1219,8 @@ def corrupt(value):
 # ---------------------------------------------------------------------------------------------------------
 
 AUTH_EXEMPT = ("/health", "/health_generate", "/metrics")
+# model_executor/graph_memory_usage.py GRAPH_MEMORY_USAGE_KEYS: memory_usage["graph"] always has every phase
+GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
 HIST_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -996,26 +1320,38 @@ class SimHandler(BaseHTTPRequestHandler):
         self._send(200 if self.simulator.status == "ready" else 503, b"", "text/plain")
 
     def server_info(self):
+        """/server_info as SGLang 0.5.23 builds it (entrypoints/http_server.py, utils/common.py build_server_info).
+
+        The server args are the resolved ones (kv_cache_dtype auto stays auto: the model runner's resolution is not
+        reported), launch_command is the command line as typed, and neither hides the API key.
+        """
         sim = self.simulator
-        info = sim.server_args()
-        internal = sim.server_args(scheduler=True)
-        # secrets stay out of HTTP answers
-        info["api_key"] = internal["api_key"] = None
         plan = sim.plan
+        fields = sim.server_args()
+        graph = dict((phase, 0.0) for phase in GRAPH_PHASES)
+        graph["target_verify" if sim.spec_algo else "decode"] = CUDA_GRAPH_GIB
+        startup = {"load_weight": sim.sim["load_seconds"], "kv_cache_allocation": 0.01, "scheduler_e2e": sim.sim["load_seconds"],
+                   "cuda_graph": dict((phase, 0.1 * sim.sim["load_seconds"] if graph[phase] else 0.0) for phase in GRAPH_PHASES)}
+        # managers/scheduler_components/internal_state.py: the scheduler's server args plus its live state
+        internal = dict(fields)
+        internal.pop("custom_sigquit_handler")  # not serialisable in SGLang: dropped from the readback
         internal.update({
+            "world_size": sim.args.tp_size * sim.args.dp_size,
+            "startup_time": startup,
+            "effective_max_running_requests_per_dp": plan["max_running_requests"],
             "last_gen_throughput": round(sim.gen_throughput(), 2),
-            "memory_usage": {"weight": sim.sim["weight_gib"], "kvcache": round(plan["kvcache_gib"], 2),
-                             "token_capacity": plan["max_total_num_tokens"], "cuda_graph": CUDA_GRAPH_GIB},
+            "memory_usage": {"weight": sim.sim["weight_gib"], "kvcache": round(plan["kvcache_gib"], 3),
+                             "startup_available": round(plan["available_gpu_mem_gib"], 3),
+                             "token_capacity": plan["max_total_num_tokens"], "token_capacity_swa": None, "graph": graph},
         })
         if sim.spec_algo:
             internal["avg_spec_accept_length"] = 1.0
-        info.update({
-            "max_total_num_tokens": plan["max_total_num_tokens"],
-            "max_req_input_len": sim.context_len - 1,
-            "status": sim.status,
-            "internal_states": [internal],
-            "version": sim.sim["version"],
-        })
+        info = dict(fields)
+        info["launch_command"] = launch_command(sim.argv)
+        # the scheduler's init info (managers/scheduler.py get_init_info)
+        info.update({"status": "ready", "max_total_num_tokens": plan["max_total_num_tokens"],
+                     "max_req_input_len": sim.context_len - 1, "startup_time": startup, "hicache_object_layout": None})
+        info.update({"kv_events": None, "internal_states": [internal], "version": sim.sim["version"], "frontend": "python"})
         self._send(200, info)
 
     def model_info(self):
