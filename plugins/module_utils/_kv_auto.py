@@ -409,8 +409,11 @@ def probe_source():
         return fh.read()
 
 
-def run_probe(python, paths, timeout=300, max_output=1 << 20):
-    """SGLang's answers for checkpoint directories, from ``python`` (the SGLang install's interpreter)."""
+def run_probe(python, paths, timeout=300, max_output=1 << 20, env=None):
+    """SGLang's answers for checkpoint directories, from ``python`` (the SGLang install's interpreter).
+
+    ``env``: extra environment variables for the interpreter.
+    """
     if not _is_str(python) or not python:
         raise ProbeError("sglang_python must be the path of the SGLang install's interpreter")
     if not os.path.exists(python):
@@ -418,7 +421,7 @@ def run_probe(python, paths, timeout=300, max_output=1 << 20):
                          "install (for example /opt/sglang/venv/bin/python)" % python)
     if os.path.isdir(python) or not os.access(python, os.X_OK):
         raise ProbeError("SGLang interpreter %s is not an executable file" % python)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1", **(env or {}))
     try:
         proc = subprocess.run([python, "-c", probe_source()], input=json.dumps({"paths": list(paths)}),
                               capture_output=True, text=True, timeout=timeout, env=env, check=False)
