@@ -111,7 +111,8 @@ def _generate_req_input_class():
     tree = ast.parse(open(path, encoding="utf-8").read())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GenerateReqInput")
     names = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-    return dataclasses.make_dataclass("GenerateReqInput", [(name, object, dataclasses.field(default=None)) for name in names])
+    fields = [(name, object, dataclasses.field(default=None)) for name in names]  # pylint: disable=invalid-field-call
+    return dataclasses.make_dataclass("GenerateReqInput", fields)
 
 
 def echo_lines():

@@ -55,7 +55,7 @@ def _site_packages():
 def site():
     site = _site_packages()
     versions = [p.name[len("sglang-"):-len(".dist-info")] for p in site.glob("sglang-*.dist-info")]
-    assert versions == [CHECKED_SGLANG], "the table was checked against SGLang %s, the venv holds %s" % (CHECKED_SGLANG, version)
+    assert versions == [CHECKED_SGLANG], "the table was checked against SGLang %s, the venv holds %s" % (CHECKED_SGLANG, versions)
     return site
 
 

@@ -140,8 +140,8 @@ def test_a_record_is_never_split_but_a_progress_bar_is():
             "scaling factors provided \u23ce [2026-01-01 00:00:00 TP1] KV Cache is allocated. dtype: torch.float8_e4m3fn')")
     assert [r.kind for r in split_records(echo)] == [ECHO]
     # glued after a bar, the echo keeps the rest of the line
-    bar = "  0%|   | 0/4 [00:00<?, ?it/s]" + echo
-    assert [r.kind for r in split_records(bar)] == [BARE, ECHO] and split_records(bar)[1].msg.endswith("float8_e4m3fn')")
+    progress = "  0%|   | 0/4 [00:00<?, ?it/s]" + echo
+    assert [r.kind for r in split_records(progress)] == [BARE, ECHO] and split_records(progress)[1].msg.endswith("float8_e4m3fn')")
     glued = "  0%|   | 0/4 [00:00<?, ?it/s][2026-01-01 00:00:00 TP1] Capture cuda graph begin."
     assert [(r.kind, r.rank) for r in split_records(glued)] == [(BARE, None), (SGLANG, "TP1")]
     flattened = "$ python3 x.py \u23ce [2024-11-25 00:47:01] server_args=ServerArgs(tp_size=2) \u23ce [2024-11-25 00:47:11 TP1] Load weight begin."
@@ -177,8 +177,8 @@ def test_sglang_0_5_23_lines():
     facts = res["facts"]
     assert facts["ranks_seen"] == ["TP0", "TP1"] and facts["tp_size"] == 2 and facts["kv_cache_dtype_configured"] == "bf16"
     assert facts["kv_dtype_effective"] == "torch.bfloat16" and facts["max_total_num_tokens"] == 454112 and facts["ready"]
-    assert [(p["rank"], p["tokens"], p["k_gb"], p["kv_gb"]) for p in facts["kv_pools"]] == [("TP0", 454112, 3.46, None),
-                                                                                           ("TP1", 8192, None, 0.10)]
+    pools = [(p["rank"], p["tokens"], p["k_gb"], p["kv_gb"]) for p in facts["kv_pools"]]
+    assert pools == [("TP0", 454112, 3.46, None), ("TP1", 8192, None, 0.10)]
     assert res["failed_rules"] == [] and facts["phase"] == "ready"
     fp8 = audit_bytes(_log("[2026-12-01 10:00:11.500 TP0] KV Cache VA upper bound. dtype: torch.float8_e4m3fn, #tokens: 1, "
                            "K size: 1.00 GB, V size: 1.00 GB"))
@@ -203,4 +203,3 @@ def test_client_lines_inside_a_traceback_and_a_chain_change_nothing():
     mixed = [chained[0], *noise, *chained[1:5], *noise, *chained[5:]]
     fatal = audit_bytes(_log(*mixed))["facts"]["fatal"]
     assert plain["message"] == fatal["message"] == "ValueError: the real cause" and fatal["class"] == "python_exception"
-
