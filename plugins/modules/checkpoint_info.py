@@ -18,10 +18,16 @@ description:
     (Gated DeltaNet) dimensions, dtype, context length) and the quantization metadata in both NVIDIA ModelOpt
     layouts (nested C(quantization) in C(hf_quant_config.json) and inline C(quantization_config) with
     C(kv_cache_scheme) in C(config.json)).
-  - Reports what C(--kv-cache-dtype auto) resolves to. SGLang reads C(config.json)'s C(quantization_config)
-    first and, in newer releases, falls back to C(hf_quant_config.json) for missing KV-cache metadata; an
-    FP8 C(kv_cache_quant_algo) (or an 8-bit float C(kv_cache_scheme)) makes the KV cache C(fp8_e4m3),
-    anything else keeps the model dtype.
+  - Reports what C(--kv-cache-dtype auto) resolves to, following SGLang 0.5.23's code per quantization config
+    class. C(config.json)'s C(quantization_config) is used alone when present (only C(modelopt_mixed) without a
+    per-layer map or KV metadata falls back to C(hf_quant_config.json)); C(hf_quant_config.json) is read only
+    when C(config.json) has no quantization block. The ModelOpt FP8 class takes a C(kv_cache_scheme) object
+    (float, 8 bits) over C(kv_cache_quant_algo); the NVFP4 class also takes a string scheme C(FP8)/C(FLOAT8);
+    compressed-tensors counts only a static, symmetric, per-tensor, 8-bit float scheme. The KV cache is
+    C(fp8_e4m3) when the class ends up with C(kv_cache_quant_algo) C(FP8) (any case), else the model dtype.
+    A KV field of the wrong type or with another value is reported in RV(notes), naming the field.
+  - With O(sglang_python), the installed SGLang resolves C(auto) with its own code too; both answers are
+    reported side by side in RV(sglang_auto) and, when they differ, RV(kv_cache_dtype_auto) is SGLang's.
   - Reports whether calibrated C(k_scale)/C(v_scale)/C(kv_scale) tensors exist. Without them an FP8 KV cache
     runs with scale 1.0.
   - Lists every shard named by the index with its size on disk. Safetensors headers are read to tell a
@@ -54,8 +60,28 @@ options:
         model hub's file listing. A shard smaller than its entry counts as truncated, any other difference as
         a size mismatch.
     type: dict
+  sglang_python:
+    description:
+      - Interpreter of the SGLang install on the host (for example C(/opt/sglang/venv/bin/python)). When set,
+        a probe shipped with this collection runs SGLang's own C(ModelConfig), C(get_quant_config) and
+        C(configure_kv_cache_dtype) on the checkpoint (no GPU, no weights read) and its answer is trusted.
+      - When the interpreter is missing or SGLang does not import, RV(sglang_auto.error) says so, a note is
+        added and the collection's own answer stands, unless O(sglang_required) is true.
+    type: path
+  sglang_required:
+    description:
+      - Fail when O(sglang_python) is set but SGLang cannot be asked.
+    type: bool
+    default: false
+  sglang_timeout:
+    description:
+      - Seconds the SGLang probe may take (importing SGLang takes tens of seconds on a cold cache).
+    type: int
+    default: 300
 notes:
   - Reads files only; never changes the host.
+  - Bounded reads. C(config.json), C(hf_quant_config.json) and the index are read up to 64 MiB each, a
+    safetensors header up to 100 MB; JSON nested more than 64 levels is refused with a clear error.
   - A shard is truncated when it is shorter than its own safetensors header says, when it is shorter than
     its O(expected_sizes) entry, or (for shards whose header cannot be read) when all shards together are
     smaller than the index's C(metadata.total_size).
@@ -239,8 +265,15 @@ quantization:
       description: What C(--kv-cache-dtype auto) resolves to.
       type: str
     kv_cache_dtype_auto_without_hf_fallback:
-      description: The same for SGLang releases that ignore C(hf_quant_config.json) when C(config.json) has a C(quantization_config).
+      description: Kept for compatibility; equal to C(kv_cache_dtype_auto) (SGLang 0.5.23 never falls back to C(hf_quant_config.json) for KV metadata).
       type: str
+    kv_auto:
+      description:
+        - How C(auto) was resolved, by SGLang 0.5.23's rules. C(sglang_version), C(quantization) (the method SGLang
+          selects), C(method_from), C(config_class), C(decided_by) (the file and block the class was built from),
+          C(kv_field), C(kv_cache_quant_algo) (the value the class holds, any JSON type), C(model_dtype),
+          C(kv_cache_dtype_auto) and C(refused) (SGLang's reason when it would not start, else null).
+      type: dict
 kv_cache_quant_algo:
   description: Effective KV-cache quantization algorithm (C(FP8)), or null.
   returned: always
@@ -252,10 +285,40 @@ kv_cache_quant_source:
   type: str
   sample: hf_quant_config.json (quantization.kv_cache_quant_algo)
 kv_cache_dtype_auto:
-  description: What C(--kv-cache-dtype auto) resolves to for this checkpoint (C(fp8_e4m3) or the model dtype).
+  description:
+    - What C(--kv-cache-dtype auto) resolves to for this checkpoint (C(fp8_e4m3) or the model dtype); SGLang's
+      own answer when O(sglang_python) was asked and answered. Null when SGLang would refuse to start.
   returned: always
   type: str
   sample: fp8_e4m3
+kv_cache_dtype_auto_model:
+  description: The collection's own answer (SGLang 0.5.23's rules), the same as RV(kv_cache_dtype_auto) unless SGLang disagreed.
+  returned: always
+  type: str
+  sample: fp8_e4m3
+sglang_auto:
+  description: The installed SGLang's answer next to the collection's, when O(sglang_python) is set; null otherwise.
+  returned: always
+  type: dict
+  contains:
+    python:
+      description: The interpreter asked.
+      type: str
+    sglang_version:
+      description: The SGLang version that answered, or null.
+      type: str
+    error:
+      description: Why SGLang could not be asked (interpreter missing, SGLang not importable, no answer), or null.
+      type: str
+    agree:
+      description: Whether both answers are the same (null when SGLang was not asked).
+      type: bool
+    model:
+      description: The collection's answer (C(quantization), C(config_class), C(kv_cache_dtype_auto), C(refused)).
+      type: dict
+    sglang:
+      description: SGLang's answer (C(quantization), C(config_class), C(kv_cache_dtype_auto), C(error)).
+      type: dict
 kv_scales_present:
   description: Whether any C(k_scale)/C(v_scale)/C(kv_scale) tensor is named by the weights.
   returned: always
@@ -334,7 +397,42 @@ notes:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
 from ansible_collections.llmops.sglang.plugins.module_utils._checkpoint import CheckpointError, inspect_checkpoint
+# shipped so that its source can be sent to the SGLang interpreter (AnsiballZ packs what is imported)
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto_probe  # noqa: F401  pylint: disable=unused-import
+
+
+def ask_sglang(module, info, notes):
+    """Put the installed SGLang's answer next to the collection's; SGLang's wins when they differ."""
+    python = module.params["sglang_python"]
+    info["kv_cache_dtype_auto_model"] = info["kv_cache_dtype_auto"]
+    info["sglang_auto"] = None
+    if not python:
+        return
+    side = {"python": python, "sglang_version": None, "error": None, "agree": None, "model": None, "sglang": None}
+    info["sglang_auto"] = side
+    try:
+        result = _kv_auto.run_probe(python, [info["path"]], timeout=module.params["sglang_timeout"])
+    except _kv_auto.ProbeError as exc:
+        side["error"] = str(exc)
+        if module.params["sglang_required"]:
+            module.fail_json(msg="cannot ask SGLang what --kv-cache-dtype auto becomes: %s" % exc, notes=notes, **info)
+        notes.append("SGLang was not asked (%s); kv_cache_dtype_auto is the collection's model of SGLang %s"
+                     % (exc, _kv_auto.SGLANG_VERSION))
+        return
+    side["sglang_version"] = result.get("sglang_version")
+    answers = result.get("answers") or [{}]
+    compared = _kv_auto.compare(info["quantization"]["kv_auto"], answers[0])
+    side.update(compared)
+    if not compared["agree"]:
+        sglang_dtype = compared["sglang"]["kv_cache_dtype_auto"]
+        notes.append("SGLang %s answers --kv-cache-dtype auto -> %s (%s) but the collection's model of SGLang %s says "
+                     "%s: SGLang's answer is used" % (side["sglang_version"], sglang_dtype,
+                                                      compared["sglang"].get("error") or compared["sglang"]["config_class"],
+                                                      _kv_auto.SGLANG_VERSION, info["kv_cache_dtype_auto"]))
+        info["kv_cache_dtype_auto"] = sglang_dtype
+        info["fp8_kv_with_unit_scales"] = (sglang_dtype == "fp8_e4m3" and info["kv_scales_present"] is False)
 
 
 def main():
@@ -343,6 +441,9 @@ def main():
             path=dict(type="path", required=True),
             verify_shards=dict(type="bool", default=False),
             expected_sizes=dict(type="dict"),
+            sglang_python=dict(type="path"),
+            sglang_required=dict(type="bool", default=False),
+            sglang_timeout=dict(type="int", default=300),
         ),
         supports_check_mode=True,
     )
@@ -352,6 +453,7 @@ def main():
         module.fail_json(msg=str(exc))
 
     notes = info.pop("warnings")
+    ask_sglang(module, info, notes)
     if module.params["verify_shards"] and not info["shards"]["ok"]:
         problems = info["shards"]["problems"] or ["no shards found: the checkpoint has neither %s nor %s"
                                                   % ("model.safetensors.index.json", "model.safetensors")]

@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -173,9 +174,115 @@ def test_adhoc_run_through_ansible(lab, tmp_path):
     ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
     proc = subprocess.run([ansible, "localhost", "-i", "localhost,", "-c", "local", "-e",
                            "ansible_python_interpreter=" + sys.executable, "-m", "llmops.sglang.checkpoint_info",
-                           "-a", json.dumps({"path": lab, "verify_shards": True})],
+                           "-a", json.dumps({"path": lab, "verify_shards": True,
+                                                                   "sglang_python": sys.executable})],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
     assert result["kv_cache_dtype_auto"] == "fp8_e4m3"
     assert result["shards"]["ok"] is True
+    # the probe's source travelled inside AnsiballZ and ran: it reports that this interpreter has no SGLang
+    assert "SGLang is not importable by %s: ModuleNotFoundError" % sys.executable in result["sglang_auto"]["error"]
+
+
+# --- the installed SGLang's own answer (sglang_python) ------------------------------------------
+
+
+def _sglang_python():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    path = os.environ.get("LLMOPS_SGLANG_PYTHON") or os.path.join(root, ".cache", "sglang-venv", "bin", "python")
+    if not os.path.exists(path):
+        why = "no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % path
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return path
+
+
+def test_sglang_answers_next_to_the_model(fixtures_dir, capsys, monkeypatch):
+    python = _sglang_python()
+    no_ops = os.path.join(os.path.dirname(os.path.dirname(python)), "torchvision-no-ops")
+    if os.path.isdir(no_ops):
+        monkeypatch.setenv("PYTHONPATH", no_ops)
+    shape = str(fixtures_dir / "checkpoint-shapes" / "r07-lab-nvfp4-flat-nokv")
+    result = run(checkpoint_info, {"path": shape, "sglang_python": python}, capsys)
+    assert not result.get("failed"), result.get("msg")
+    side = result["sglang_auto"]
+    assert side["error"] is None and side["sglang_version"] == "0.5.23" and side["agree"] is True
+    assert side["sglang"]["kv_cache_dtype_auto"] == side["model"]["kv_cache_dtype_auto"] == "bfloat16"
+    assert side["sglang"]["config_class"] == "ModelOptFp4Config"
+    assert result["kv_cache_dtype_auto"] == result["kv_cache_dtype_auto_model"] == "bfloat16"
+
+
+def test_missing_sglang_interpreter_is_a_note(lab, tmp_path, capsys):
+    result = run(checkpoint_info, {"path": lab, "sglang_python": str(tmp_path / "venv" / "bin" / "python")}, capsys)
+    assert not result.get("failed")
+    assert "does not exist" in result["sglang_auto"]["error"]
+    assert any(n.startswith("SGLang was not asked") for n in result["notes"])
+    assert result["kv_cache_dtype_auto"] == "fp8_e4m3"
+
+
+def test_sglang_required_fails_clearly(lab, capsys):
+    result = run(checkpoint_info, {"path": lab, "sglang_python": sys.executable, "sglang_required": True}, capsys)
+    assert result["failed"] is True
+    assert "SGLang is not importable by %s" % sys.executable in result["msg"]
+
+
+def test_disagreement_trusts_sglang(lab, capsys, monkeypatch):
+    from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
+
+    def bf16_sglang(python, paths, timeout):
+        return {"sglang_version": "0.5.99", "answers": [{"quantization": "modelopt_fp4", "config_class": "X",
+                                                          "kv_cache_dtype_auto": "bfloat16", "error": None}]}
+    monkeypatch.setattr(_kv_auto, "run_probe", bf16_sglang)
+    result = run(checkpoint_info, {"path": lab, "sglang_python": sys.executable}, capsys)
+    assert result["sglang_auto"]["agree"] is False
+    assert (result["kv_cache_dtype_auto"], result["kv_cache_dtype_auto_model"]) == ("bfloat16", "fp8_e4m3")
+    assert result["fp8_kv_with_unit_scales"] is False
+    assert any("SGLang 0.5.99 answers --kv-cache-dtype auto -> bfloat16" in n for n in result["notes"])
+
+
+# --- hostile files: clear errors, no tracebacks ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["config.json", "hf_quant_config.json", "model.safetensors.index.json"])
+def test_deeply_nested_json_fails_cleanly(lab_copy, name, capsys):
+    (lab_copy / name).write_text("[" * 100000 + "]" * 100000)
+    result = run(checkpoint_info, {"path": str(lab_copy)}, capsys)
+    assert result["failed"] is True
+    assert name in result["msg"] and "nested deeper" in result["msg"] and "re-download" in result["msg"]
+
+
+def test_nested_just_past_the_bound_fails_cleanly(lab_copy, capsys):
+    (lab_copy / "hf_quant_config.json").write_text('{"a": ' * 65 + "1" + "}" * 65)
+    result = run(checkpoint_info, {"path": str(lab_copy)}, capsys)
+    assert result["failed"] is True and "nested more than 64 levels" in result["msg"]
+
+
+def test_deeply_nested_safetensors_header_is_a_bad_shard(lab_copy, capsys):
+    header = b"[" * 100000 + b"]" * 100000
+    (lab_copy / SHARD3).write_bytes(struct.pack("<Q", len(header)) + header)
+    result = run(checkpoint_info, {"path": str(lab_copy), "verify_shards": True}, capsys)
+    assert result["failed"] is True
+    assert SHARD3 in result["msg"] and "nested deeper" in result["msg"]
+
+
+def test_oversized_json_refused_without_reading_it_whole(lab_copy, capsys, monkeypatch):
+    from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint
+    monkeypatch.setattr(_checkpoint, "MAX_JSON_BYTES", 1000)
+    (lab_copy / "hf_quant_config.json").write_text(" " * 5000 + "{}")
+    result = run(checkpoint_info, {"path": str(lab_copy)}, capsys)
+    assert result["failed"] is True and "larger than" in result["msg"]
+
+
+@pytest.mark.parametrize("value,shown", [(8, "is 8 (a int, not a string)"), (["FP8"], 'is ["FP8"] (a list'),
+                                         ({"algo": "FP8"}, 'is {"algo": "FP8"}')])
+def test_wrong_typed_kv_field_is_a_note_naming_it(lab_copy, capsys, value, shown):
+    path = lab_copy / "hf_quant_config.json"
+    hf = json.loads(path.read_text())
+    hf["quantization"]["kv_cache_quant_algo"] = value
+    path.write_text(json.dumps(hf))
+    result = run(checkpoint_info, {"path": str(lab_copy)}, capsys)
+    assert not result.get("failed")
+    assert result["kv_cache_dtype_auto"] == "bfloat16"
+    assert any("hf_quant_config.json quantization.kv_cache_quant_algo " + shown in n for n in result["notes"])
