@@ -65,6 +65,7 @@ LAUNCH = [sys.executable, "-m", "sglang.launch_server"]
 # --simulator: the project's SGLang simulator instead of SGLang, to try the harness on a machine without a GPU
 SIMULATOR = os.path.join(ROOT, "tests", "lab", "sglang_sim", "sglang_sim.py")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ECHO = re.compile(r"\] (?:Receive(?: OpenAI)?|Finish): obj=")
 
 
 def say(text):
@@ -72,7 +73,7 @@ def say(text):
 
 
 def run(argv, **kw):
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False, **kw)
 
 
 def environment():
@@ -105,15 +106,14 @@ def make_checkpoints(ckpt):
     return round(time.time() - t0, 1)
 
 
-def stand_in_bin(units):
-    """systemctl and journalctl, first on PATH, answered by units.py for the servers started here."""
-    bindir = os.path.join(RG, "bin")
+def stand_in_bin(bindir, units):
+    """systemctl and journalctl in bindir (first on PATH), answered by units.py for the servers started here."""
     os.makedirs(bindir, exist_ok=True)
     os.makedirs(units, exist_ok=True)
     for tool in ("systemctl", "journalctl"):
         path = os.path.join(bindir, tool)
         with open(path, "w") as fh:
-            fh.write('#!/bin/sh\nRG_TOOL=%s exec %s %s "$@"\n' % (tool, sys.executable, os.path.join(HERE, "units.py")))
+            fh.write('#!/bin/sh\nRG_TOOL=%s RG_UNITS=%s exec %s %s "$@"\n' % (tool, units, sys.executable, os.path.join(HERE, "units.py")))
         os.chmod(path, 0o755)
     return bindir
 
@@ -125,8 +125,8 @@ class Server(object):
         self.name, self.spec, self.work, self.units = name, spec, work, units
         self.checkpoint = os.path.join(ckpt, spec["checkpoint"])
         self.log = os.path.join(work, "server.log")
-        self.argv = LAUNCH + ["--model-path", self.checkpoint,
-                     "--kv-cache-dtype", spec["kv"]] + SERVER_FLAGS + (["--log-requests"] if spec.get("log_requests") else [])
+        self.argv = (LAUNCH + ["--model-path", self.checkpoint, "--kv-cache-dtype", spec["kv"]] + SERVER_FLAGS
+                     + (["--log-requests"] if spec.get("log_requests") else []))
         self.env = dict(SERVER_ENV, **spec.get("env", {}))
         self.proc = None
 
@@ -180,12 +180,13 @@ def _pgid(pid):
 
 
 def fetch_raw(path):
+    """The answer's bytes as the server sent them (the fixtures keep SGLang's own serialization)."""
     req = urllib.request.Request(URL + path, headers={"Authorization": "Bearer " + API_KEY})
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read(8 << 20).decode("utf-8"))
+            return resp.read(8 << 20)
     except Exception as exc:  # recorded, not raised: the run goes on
-        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+        return json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)}).encode()
 
 
 def playbook(name, spec, server, work, bindir, units):
@@ -279,8 +280,8 @@ def judge(name, spec, result, checkpoint, sglang_version):
     if spec.get("bench"):
         bench = result.get("bench") or {}
         levels = bench.get("levels") or []
-        got = dict((lv.get("concurrency"), "%s/%s ok, %s tok/s" % (lv.get("succeeded"), lv.get("requests"),
-                                                                 lv.get("aggregate_output_tok_s"))) for lv in levels)
+        got = dict((lv.get("concurrency"), "%s/%s ok, %s tok/s" % (lv.get("succeeded"), lv.get("requests"), lv.get("aggregate_output_tok_s")))
+                   for lv in levels)
         check("benchmark: C=1 and C=8, every request answered", "C=1 and C=8, all ok", got or bench.get("msg"),
               ok=bench.get("ok") is True and [lv.get("concurrency") for lv in levels] == [1, 8]
               and all(lv.get("succeeded") == lv.get("requests") for lv in levels))
@@ -300,27 +301,37 @@ def judge(name, spec, result, checkpoint, sglang_version):
     return checks
 
 
+def _short(value):
+    """server_info's kv_cache_dtype (a dict in newer releases of the collection) as one cell."""
+    if isinstance(value, dict):
+        return ", ".join("%s=%s" % (k, value[k]) for k in ("running", "flag", "schedulers", "resolved") if k in value)
+    return value
+
+
 def summary_row(name, spec, result, checks, timing):
     clean = result.get("clean") or {}
     facts = _get(clean, "log_audit", "facts") or {}
     return {"scenario": name, "checkpoint": spec["checkpoint"], "kv_cache_dtype": spec["kv"],
             "env": " ".join("%s=%s" % kv for kv in spec.get("env", {}).items()) or None,
             "expected": "PASS (bf16)" if spec["expect"] == "bf16" else "FAIL (fp8)",
-            "guard": None if not clean else "%s (%s)" % ("PASS" if _get(clean, "guard", "passed") else "FAIL",
-                                                        _get(clean, "guard", "verdict")),
+            "guard": None if not clean else "%s (%s)" % ("PASS" if _get(clean, "guard", "passed") else "FAIL", _get(clean, "guard", "verdict")),
             "guard_after_forging": None if not result.get("forged") else "%s (%s)" % (
                 "PASS" if _get(result, "forged", "guard", "passed") else "FAIL", _get(result, "forged", "guard", "verdict")),
             "fp8_warning": facts.get("fp8_scale_warning"), "kv_pool": facts.get("kv_dtype_effective"),
-            "server_info_kv_cache_dtype": _get(result, "server_info", "kv_cache_dtype"),
+            "server_info_kv_cache_dtype": _short(_get(result, "server_info", "kv_cache_dtype")),
             "as_expected": all(c["ok"] for c in checks), "failed_checks": [c["check"] for c in checks if not c["ok"]],
             "timing_s": timing, "about": spec["about"]}
+
+
+def _cell(value):
+    return json.dumps(value)[:200].replace("|", "\\|")
 
 
 def markdown(env, rows, checks, total_s):
     lines = ["# Real SGLang %s on %s" % (env.get("sglang"), env.get("gpu")), "",
              "Date %s, driver/GPU `%s`, Python %s, torch %s (CUDA %s), transformers %s, ansible-core %s, commit %s. "
-             "Whole run %.0f s." % (env.get("date"), env.get("gpu"), env.get("python"), env.get("torch"), env.get("cuda"),
-                                   env.get("transformers"), env.get("ansible_core"), env.get("commit") or "?", total_s), "",
+             "Whole run %.0f s." % (env.get("date"), env.get("gpu"), env.get("python"), env.get("torch"), env.get("cuda"), env.get("transformers"),
+                                    env.get("ansible_core"), env.get("commit") or "?", total_s), "",
              "| scenario | --kv-cache-dtype | expected | guard | after forged requests | FP8 warning | KV pool | "
              "/server_info kv_cache_dtype | ready (s) | as expected |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -330,9 +341,8 @@ def markdown(env, rows, checks, total_s):
             r["timing_s"].get("ready"), "yes" if r["as_expected"] else "**no**: " + "; ".join(r["failed_checks"])))
     lines += ["", "## Every check", "", "| scenario | check | expected | got | ok |", "|---|---|---|---|---|"]
     for c in checks:
-        cell = lambda v: json.dumps(v)[:200].replace("|", "\\|")
-        lines.append("| %s | %s | %s | %s | %s |" % (c["scenario"], c["check"], cell(c["expected"]), cell(c["got"]),
-                                                    "ok" if c["ok"] else "**FAIL**"))
+        lines.append("| %s | %s | %s | %s | %s |" % (c["scenario"], c["check"], _cell(c["expected"]), _cell(c["got"]),
+                                                     "ok" if c["ok"] else "**FAIL**"))
     lines += ["", "## Timings (s)", "", "| scenario | start to ready | playbook | stop | total |", "|---|---|---|---|---|"]
     for r in rows:
         t = r["timing_s"]
@@ -341,16 +351,18 @@ def markdown(env, rows, checks, total_s):
 
 
 def trim_log(src, dst):
-    """The log without colour codes, each line cut at TRIM_CHARS characters (echoed prompts are long)."""
+    """The log with request echoes (--log-requests: 'Receive: obj=', 'Finish: obj=') cut at TRIM_CHARS characters,
+    every other line whole; colour codes dropped, a progress bar kept at its last state."""
     with open(src, "rb") as fh, open(dst, "w") as out:
         for raw in fh:
             line = ANSI.sub("", raw.decode("utf-8", "replace").rstrip("\n").split("\r")[-1])
-            out.write((line[:TRIM_CHARS] + (" [... %d chars cut]" % (len(line) - TRIM_CHARS) if len(line) > TRIM_CHARS else ""))
-                      + "\n")
+            if ECHO.search(line) and len(line) > TRIM_CHARS:
+                line = "%s [... %d chars cut]" % (line[:TRIM_CHARS], len(line) - TRIM_CHARS)
+            out.write(line + "\n")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated subset, in this order")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--simulator", action="store_true", help="serve with tests/lab/sglang_sim (tries the harness; no verdict)")
@@ -378,7 +390,7 @@ def main():
     say("environment: %s" % json.dumps(env))
     env["install_s"] = float(os.environ.get("RG_INSTALL_S") or 0)
     env["checkpoints_s"] = make_checkpoints(ckpt)
-    bindir = stand_in_bin(units)
+    bindir = stand_in_bin(os.path.join(RG, "bin"), units)
     rows, all_checks = [], []
     for name in names:
         spec = SCENARIOS[name]
@@ -391,8 +403,8 @@ def main():
             result, rc, pb_s = playbook(name, spec, server, work, bindir, units)
             for path, fname in (("/server_info", "server_info.json"), ("/get_model_info", "model_info.json"),
                                 ("/v1/models", "models.json")):
-                with open(os.path.join(work, fname), "w") as fh:
-                    json.dump(fetch_raw(path), fh, indent=1, sort_keys=True)
+                with open(os.path.join(work, fname), "wb") as fh:
+                    fh.write(fetch_raw(path))
         finally:
             stop_s = server.stop()
         trim_log(server.log, os.path.join(work, "server.trimmed.log"))

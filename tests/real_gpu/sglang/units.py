@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A stand-in for `systemctl show` and `journalctl`, answering for servers the real-SGLang run started itself.
 
 The GPU machine has no systemd, but `sglang_wait_ready` and the `audit` role's guard read a unit: its state
