@@ -782,3 +782,17 @@ def test_server_info_has_sglangs_keys(start, ckpt_fp8, extra):
     assert internal <= set(state) <= internal | internal_maybe, (sorted(internal ^ set(state)))
     assert ("avg_spec_accept_length" in state) == bool(extra)
     assert set(state["memory_usage"]) == usage_keys and set(state["memory_usage"]["graph"]) == phases
+
+
+def test_dump_has_the_shape_sglang_logs(start, ckpt_fp8, fixtures_dir):
+    """The simulator's server_args= dict and the one SGLang 0.5.23's own code makes: same keys, same order, key in clear."""
+    line = (fixtures_dir / "server-info" / "server-args-dump-0.5.23-bf16.log").read_text(encoding="utf-8").strip()
+    (_rank, real), = matching([line], DUMP_RE)
+    real = ast.literal_eval(real.group("dict"))
+    sim = start(ckpt_fp8, extra=["--api-key", "sk-dump-test-2b9f"])
+    wait_ready(sim)
+    (_rank, ours), = matching(sim.lines, DUMP_RE)
+    ours = ast.literal_eval(ours.group("dict"))
+    assert list(ours) == list(real)
+    assert ours["api_key"] == "sk-dump-test-2b9f" and real["api_key"] == "sk-fixture-5ecret"
+    assert ours["watermark_key"] == real["watermark_key"] == "<redacted>"
