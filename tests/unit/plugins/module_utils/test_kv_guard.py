@@ -17,6 +17,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint a
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
+from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log as sglang_log
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 import sglang_source  # noqa: E402  tests/unit/sglang_source.py
@@ -355,6 +356,19 @@ def test_real_shaped_answers_give_the_right_verdict(ckpts, release, answer, argv
     assert [s["name"] for s in res["signals"] if s["counted"]] == counted
     assert "SGLang %s rules" % release in by_name(res)["server"]["evidence"]
     assert not any("restart" in note for note in res["notes"])
+
+
+def test_a_real_sglang_0_5_16_server_with_bf16_passes(fixtures_dir):
+    """The real H200 run (tests/fixtures/real-sglang): its /server_info and its log, read by 0.5.16's rules."""
+    real = fixtures_dir / "real-sglang"
+    info = si.clean(json.loads((real / "sglang-0.5.16-h200-trap-bf16.server_info.json").read_text()))
+    log = sglang_log.audit_path(str(real / "sglang-0.5.16-h200-trap-bf16-forged.log"))["facts"]
+    res = kg.evaluate({"server_info": info, "log_facts": log, "min_signals": 3})
+    sig = by_name(res)
+    assert res["passed"] and res["verdict"] == "bf16", res["message"]
+    assert sig["argv"]["source"] == "log ServerArgs dump: kv_cache_dtype='bf16'"
+    assert sig["server"]["counted"] and "internal_states[*].kv_cache_dtype=['bf16']" in sig["server"]["evidence"]
+    assert sig["log_dtype"]["verdict"] == "bf16"
 
 
 def test_a_healthy_0_5_23_server_passes_without_the_unit(ckpts):

@@ -540,3 +540,13 @@ def test_live_server_with_random_answers_never_raises(fake, body, status):
     for name, ep in res["endpoints"].items():
         assert ep["ok"] or ep["error"]["class"] in si.ERROR_CLASSES
     json.dumps(res, allow_nan=False)
+
+
+def test_a_real_sglang_0_5_16_answer(fixtures_dir):
+    """What SGLang 0.5.16 answered on a real H200 (tests/fixtures/real-sglang): read by 0.5.16's rules."""
+    real = json.loads((fixtures_dir / "real-sglang" / "sglang-0.5.16-h200-trap-bf16.server_info.json").read_text())
+    got = si.kv_report(si.kv_summary(si.clean(real)))
+    assert (got["flag"], got["running"], got["release"]) == ("bf16", "bf16", "0.5.16")
+    assert got["running_source"] == "/server_info internal_states[*].kv_cache_dtype"
+    # the constructed 0.5.16 answers of tests/fixtures/server-info have the real answer's keys
+    assert set(real_answer("0.5.16-bf16")) == set(real) and "launch_command" not in real
