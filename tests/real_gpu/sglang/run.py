@@ -7,7 +7,9 @@ log_audit, kv_cache_guard, the audit role's guard entry point; benchmark, accura
 where the scenario says), fetch the raw /server_info, stop the server with SIGTERM to its process group
 (kill -- -PID), then judge every result against what the scenario expects.
 
-Writes to $OUT: verdict.json, verdict.md, real-sglang.tar.gz (logs, trimmed logs, raw answers, results).
+Writes to $OUT: verdict.json, verdict.md (this call's scenarios), verdict-all.json, verdict-all.md (every
+scenario run on this machine so far, the latest of each), real-sglang.tar.gz (logs, trimmed logs, raw answers,
+module results).
 """
 
 import argparse
@@ -350,6 +352,30 @@ def markdown(env, rows, checks, total_s):
     return "\n".join(lines) + "\n"
 
 
+def combine_runs(runs):
+    """verdict-all.{json,md} in OUT: every scenario run on this machine so far (a full run spans several
+    commands sent to the GPU machine), the latest run of each scenario."""
+    rows, checks, total, env = {}, {}, 0.0, None
+    for stamp in sorted(os.listdir(runs)):
+        try:
+            with open(os.path.join(runs, stamp, "verdict.json")) as fh:
+                verdict = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        env = env or verdict["environment"]
+        total += verdict["total_s"]
+        for row in verdict["scenarios"]:
+            rows[row["scenario"]] = row
+            checks[row["scenario"]] = [c for c in verdict["checks"] if c["scenario"] == row["scenario"]]
+    order = [n for n in SCENARIOS if n in rows]
+    merged = {"environment": env, "total_s": round(total, 1), "scenarios": [rows[n] for n in order],
+              "checks": [c for n in order for c in checks[n]], "as_expected": all(rows[n]["as_expected"] for n in order)}
+    with open(os.path.join(OUT, "verdict-all.json"), "w") as fh:
+        json.dump(merged, fh, indent=1)
+    with open(os.path.join(OUT, "verdict-all.md"), "w") as fh:
+        fh.write(markdown(env, merged["scenarios"], merged["checks"], merged["total_s"]))
+
+
 def trim_log(src, dst):
     """The log with request echoes (--log-requests: 'Receive: obj=', 'Finish: obj=') cut at TRIM_CHARS characters,
     every other line whole; colour codes dropped, a progress bar kept at its last state."""
@@ -425,6 +451,7 @@ def main():
         for folder in (base, OUT):
             with open(os.path.join(folder, fname), "w") as fh:
                 fh.write(text)
+    combine_runs(os.path.join(RG, "runs"))
     with tarfile.open(os.path.join(OUT, "real-sglang.tar.gz"), "w:gz") as tar:
         tar.add(base, arcname="real-sglang-%s" % stamp)
     say("%d scenario(s) in %.0f s: %s" % (len(rows), total_s, "all as expected" if verdict["as_expected"] else "NOT all as expected"))

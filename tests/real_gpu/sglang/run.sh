@@ -6,15 +6,18 @@
 #                                                      parts, make the tiny checkpoints, run the scenarios
 #   tests/real_gpu/sglang/run.sh list                  the scenarios and what each expects
 #
-# The wheel parts come from `make real-gpu-wheels`; a call of the device tool carries one part folder
-# (64 MiB a call), so `stage` runs once per part, back to back, before `run`. What the run writes lands in
-# $OUT (the device tool's output folder; default $RG_ROOT/out): verdict.json, verdict.md, real-sglang.tar.gz
-# and run.log. Environment: RG_ROOT (default /tmp/real-gpu), OUT, RG_COMMIT (the tree's commit, recorded).
+# The wheel parts come from `make real-gpu-wheels`; where each command sent to the GPU machine may carry
+# 64 MiB, each carries one part folder and `stage` runs once per part, back to back, before `run`; later `run` calls on the same
+# machine reuse the install, the checkpoints and Triton's kernel cache. What a run writes lands in $OUT (the
+# folder that comes back from the GPU machine; default $RG_ROOT/out): verdict.{json,md} (its scenarios), verdict-all.{json,md}
+# (every scenario run on this machine so far) and real-sglang.tar.gz. docs/evidence/real-sglang/README.md
+# gives the whole sequence. Environment: RG_ROOT (default /tmp/real-gpu), RG_PARTS (default ./.real-gpu),
+# OUT, RG_COMMIT (the tree's commit, recorded).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 rg=${RG_ROOT:-/tmp/real-gpu}
-# the carried part folders: .real-gpu/ of the directory the device tool runs in (the checkout's root)
+# the carried part folders: .real-gpu/ of the directory the command runs in (the checkout's root)
 parts_src=${RG_PARTS:-$PWD/.real-gpu}
 site=$rg/site
 py=${PYTHON:-python3}
@@ -79,7 +82,7 @@ case ${1:-} in
     exec "$py" "$root/tests/real_gpu/sglang/run.py" --list
     ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare, on a machine with network, the wheel folder the real-SGLang run installs on the GPU machine
-# (which has no network), cut in parts that each fit one call of the device tool (64 MiB with the tree).
+# (which has no network), cut in parts that each fit one command sent there (64 MiB with the tree).
 #
 #   tests/real_gpu/sglang/wheels.sh DIR        (make real-gpu-wheels: DIR = .real-gpu)
 #
