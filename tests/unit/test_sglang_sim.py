@@ -796,3 +796,28 @@ def test_dump_has_the_shape_sglang_logs(start, ckpt_fp8, fixtures_dir):
     assert list(ours) == list(real)
     assert ours["api_key"] == "sk-dump-test-2b9f" and real["api_key"] == "sk-fixture-5ecret"
     assert ours["watermark_key"] == real["watermark_key"] == "<redacted>"
+
+
+def test_node_0_fails_when_a_joined_node_dies(start, ckpt_fp8):
+    """A node that crashes right after joining must not leave node 0 serving alone (the multi-node rollback relies
+    on node 0 failing, as a collective with a dead peer does)."""
+    addr = "127.0.0.1:%d" % free_port()
+    node0 = start(ckpt_fp8, extra=two_node_args(0, addr))
+    node1 = start(ckpt_fp8, extra=two_node_args(1, addr), env={"SGLANG_SIM_FAULT": "crash"})
+    assert node1.wait_exit() == 1
+    assert node0.wait_exit() == 1
+    assert any("NCCL error: remote process exited" in line and "node 1 of 2" in line for line in node0.lines), node0.lines[-5:]
+    state0 = json.loads(node0.state_file.read_text())
+    assert state0["rendezvous"]["joined"] == [1] and state0["status"] == "exited"
+    with pytest.raises(urllib.error.URLError):
+        http(node0.port, "/health", timeout=1)
+
+
+def test_stopping_both_nodes_is_a_clean_stop_for_node_0(start, ckpt_fp8):
+    addr = "127.0.0.1:%d" % free_port()
+    node0 = start(ckpt_fp8, extra=two_node_args(0, addr))
+    node1 = start(ckpt_fp8, extra=two_node_args(1, addr))
+    wait_ready(node0)
+    node1.proc.send_signal(signal.SIGTERM)
+    node0.proc.send_signal(signal.SIGTERM)
+    assert (node1.wait_exit(), node0.wait_exit()) == (0, 0)

@@ -46,7 +46,9 @@ checkpoint's ``config.json`` / ``hf_quant_config.json`` and behaves like SGLang 
 * multi-node (``--nnodes N --node-rank R --dist-init-addr HOST:PORT``): like torch.distributed's TCP store, node 0
   listens on PORT and waits for the other N-1 nodes, each of which connects to HOST:PORT (retrying) and reports its
   rank, ``--nnodes`` and ``--tp-size``; node 0 refuses a mismatch. A node that waits longer than
-  ``--sim-rendezvous-timeout`` logs torch's timeout error and exits 1. The state file records who joined.
+  ``--sim-rendezvous-timeout`` logs torch's timeout error and exits 1. The state file records who joined. Each
+  joined node keeps its connection open for its life; when it dies, node 0 logs NCCL's error and exits 1 (as a
+  collective with a dead peer fails), so node 0 never serves alone.
 * SIGTERM / SIGINT: logs the shutdown and exits 0.
 
 Every ``--sim-*`` option can also be set with an environment variable ``SGLANG_SIM_<NAME>`` (flags win).
@@ -391,6 +393,7 @@ SERVER_ARGS_DEFAULTS = {
 }
 
 INIT_MEM_GIB = 1.2          # CUDA context + NCCL, taken before the weights load
+PEER_LOSS_GRACE = 2.0       # seconds node 0 outlives a dead peer: a stop of the whole model ends it cleanly first
 CUDA_GRAPH_GIB = 0.48       # "Capture target decode CUDA graph end. ... mem usage="
 DECODE_LOG_INTERVAL = 40    # SGLang's --decode-log-interval default
 ANSWER = ("This is a deterministic answer from the SGLang simulator. It stands in for a real model "
@@ -963,6 +966,7 @@ class Simulator(object):
         deadline = time.time() + timeout
         self.meeting = {"addr": a.dist_init_addr, "joined": [], "refused": []}
         if a.node_rank == 0:
+            peers = []
             listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
@@ -980,24 +984,31 @@ class Simulator(object):
                         conn, _peer = listener.accept()
                     except socket.timeout:
                         continue
-                    with conn:
-                        conn.settimeout(5)
-                        peer = json.loads(conn.makefile().readline() or "{}")
-                        ok = (peer.get("nnodes"), peer.get("tp_size")) == (a.nnodes, a.tp_size) \
-                            and 0 < peer.get("node_rank", 0) < a.nnodes and peer["node_rank"] not in self.meeting["joined"]
-                        conn.sendall((json.dumps(dict(me, ok=ok)) + "\n").encode())
-                        self.meeting["joined" if ok else "refused"].append(peer.get("node_rank"))
+                    conn.settimeout(5)
+                    peer = json.loads(conn.makefile().readline() or "{}")
+                    ok = (peer.get("nnodes"), peer.get("tp_size")) == (a.nnodes, a.tp_size) \
+                        and 0 < peer.get("node_rank", 0) < a.nnodes and peer["node_rank"] not in self.meeting["joined"]
+                    conn.sendall((json.dumps(dict(me, ok=ok)) + "\n").encode())
+                    self.meeting["joined" if ok else "refused"].append(peer.get("node_rank"))
+                    if ok:
+                        peers.append((peer["node_rank"], conn))
+                    else:
+                        conn.close()
             finally:
                 listener.close()
             self.write_state()
+            for rank, conn in peers:
+                threading.Thread(target=self.watch_peer, args=(rank, conn), daemon=True).start()
             return True
         while True:
             if self.stopping:
                 raise Stop()
             try:
-                with socket.create_connection((host, int(port)), timeout=2) as conn:
-                    conn.sendall((json.dumps(me) + "\n").encode())
-                    reply = json.loads(conn.makefile().readline() or "{}")
+                conn = socket.create_connection((host, int(port)), timeout=2)
+                conn.sendall((json.dumps(me) + "\n").encode())
+                reply = json.loads(conn.makefile().readline() or "{}")
+                # held open for this process's life: node 0 sees it close when this node dies
+                self.store_conn = conn
                 break
             except (OSError, ValueError):
                 if time.time() > deadline:
@@ -1012,6 +1023,24 @@ class Simulator(object):
         self.meeting["joined"] = [0]
         self.write_state()
         return True
+
+    def watch_peer(self, rank, conn):
+        """Node 0 cannot run a model whose other node died: like a collective with a dead peer, this process
+        fails when a joined node's connection closes (unless this process is stopping anyway)."""
+        conn.settimeout(None)
+        try:
+            while conn.recv(1):
+                pass
+        except OSError:
+            pass
+        time.sleep(PEER_LOSS_GRACE)
+        if self.stopping:
+            return
+        self.log.write("torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error "
+                       "(node %d of %d)\n" % (rank, self.args.nnodes))
+        self.status, self.exit_code = "exited", 1
+        self.write_state()
+        os._exit(1)
 
     def serve(self):
         a = self.args
