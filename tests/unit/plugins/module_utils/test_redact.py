@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard, _readiness, _redact, _server_info, _sglang_args
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard, _readiness, _server_info, _sglang_args
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import MASK, is_secret_flag, is_secret_name, redact, redact_argv, redact_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
