@@ -4,7 +4,7 @@
 
 The systemctl/journalctl stand-in must answer in the shapes the collection's own parsers read; the judge
 must fail a scenario whose results differ from what it expects; the log trim keeps SGLang's lines whole.
-Inputs: the real run recorded in tests/fixtures/real-sglang and docs/evidence/real-sglang.
+Inputs: the real run of all six scenarios recorded in tests/fixtures/real-sglang (SGLang 0.5.16, H200).
 """
 
 import json
@@ -27,7 +27,6 @@ from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import par
 from ansible_collections.llmops.sglang.plugins.module_utils._readiness import parse_show, wait_ready  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "real-sglang"
-EVIDENCE = ROOT / "docs" / "evidence" / "real-sglang"
 LOG = FIXTURES / "sglang-0.5.16-h200-trap-bf16-forged.log"
 
 
@@ -103,16 +102,17 @@ def test_journalctl_stand_in_resumes_after_its_cursor(unit):
     assert again.returncode == 1 and again.stdout == b""
 
 
-def test_judge_of_the_recorded_run_is_what_the_run_reported():
-    """Judging the module results that came back from the H200 gives the checks the run printed."""
-    result = json.loads((EVIDENCE / "result-trap-bf16.json").read_text())
-    reported = json.loads((EVIDENCE / "verdict-trap-bf16.json").read_text())["checks"]
-    checks = run.judge("trap-bf16", run.SCENARIOS["trap-bf16"], result, "/tmp/real-gpu/ckpt/trap-fp8", "0.5.16")
-    assert [(c["check"], c["ok"]) for c in checks] == [(c["check"], c["ok"]) for c in reported]
-    # the one miss of that run: sglang_wait_ready raised (at 9e13e93 it still read LogAuditor.fatal, which the
-    # split log parser no longer has); the plain HTTP wait let every other check run
-    assert [c["check"] for c in checks if not c["ok"]] == ["sglang_wait_ready says ready"]
-    assert len(checks) == 32
+@pytest.mark.parametrize("name", list(run.SCENARIOS))
+def test_judge_of_the_recorded_run_is_what_the_run_reported(name):
+    """Judging the module results that came back from the H200 gives the checks the run printed, all as expected."""
+    result = json.loads((FIXTURES / ("sglang-0.5.16-h200-%s.result.json" % name)).read_text())
+    reported = [c for c in json.loads((FIXTURES / "verdict-all.json").read_text())["checks"] if c["scenario"] == name]
+    spec = run.SCENARIOS[name]
+    # as verdict-all.json holds them (JSON object keys are strings)
+    checks = json.loads(json.dumps(run.judge(name, spec, result, "/tmp/real-gpu/ckpt/" + spec["checkpoint"], "0.5.16")))
+    assert [(c["check"], c["expected"], c["got"], c["ok"]) for c in checks] == \
+        [(c["check"], c["expected"], c["got"], c["ok"]) for c in reported]
+    assert checks and all(c["ok"] for c in checks), [c for c in checks if not c["ok"]]
 
 
 def test_judge_fails_a_verdict_that_is_not_the_expected_one():
