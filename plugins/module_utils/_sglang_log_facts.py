@@ -111,6 +111,7 @@ class StartFacts(object):
     def reset(self):
         self.fp8_scale_warning = False
         self.kv_cache_dtype_configured = None
+        self.server_args_format = None
         self.kv_dtype_effective = None
         self.dump_tp_size = None
         self.other_tp_size = None
@@ -230,6 +231,8 @@ class StartFacts(object):
             # a new server start in the same input: facts describe the latest start
             self.reset()
         self.starts += 1
+        # "dict" (resolved values, SGLang 0.5.19 and newer) or "repr" (the ServerArgs as typed, 0.5.18 and older)
+        self.server_args_format = "dict" if dump.startswith("{", len("server_args=")) else "repr"
         mk = _DUMP_KV_RE.search(dump)
         self.kv_cache_dtype_configured = mk.group(1) if mk else None
         mm = _DUMP_MODEL_RE.search(dump)
@@ -258,6 +261,7 @@ class StartFacts(object):
         return {
             "fp8_scale_warning": self.fp8_scale_warning,
             "kv_cache_dtype_configured": self.kv_cache_dtype_configured,
+            "server_args_format": self.server_args_format,
             "kv_dtype_effective": self.kv_dtype_effective,
             "tp_size": self.dump_tp_size if self.dump_tp_size is not None else self.other_tp_size,
             "model_path": self.model_path,

@@ -40,8 +40,9 @@ LOG_LINES = (
     {
         "id": "server_args_dump", "regex": r"server_args=(?=ServerArgs\(|\{)", "literal": "server_args=",
         "form": "record", "origin": "sglang", "source": "srt/entrypoints/engine.py", "emitters": ("info",),
-        "versions": "all; a dict of resolved values since 0.5.23, ServerArgs(...) repr up to 0.5.16",
-        # one format string for both: what changed is the value it prints
+        "versions": "all; ServerArgs(...) repr through 0.5.18 (f\"{server_args=}\"), a dict of resolved values since 0.5.19 "
+                    "(server_args.resolved_dict())",
+        # the same text before the value in every release: what changed is the value it prints
         "examples": ("server_args={'model_path': '/models/qwen', 'kv_cache_dtype': 'bf16', 'tp_size': 8}",
                      "server_args=ServerArgs(model_path='/models/qwen', kv_cache_dtype='auto', tp_size=4)"),
         "legacy": (),

@@ -189,6 +189,11 @@ facts:
     kv_cache_dtype_configured:
       description: C(kv_cache_dtype) of the server_args dump; null without a dump or when the dump is cut before it.
       type: str
+    server_args_format:
+      description: How the server_args dump is written, which tells the SGLang release apart - C(dict) (resolved values,
+        SGLang 0.5.19 and newer), C(repr) (C(ServerArgs(...)), the arguments as typed, 0.5.18 and older); null without a dump.
+      type: str
+      sample: repr
     kv_dtype_effective:
       description: Torch dtype of the KV cache from C(KV Cache is allocated. dtype) (or C(KV Cache VA upper bound. dtype)
         with C(SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=1)), or from C(Using KV cache dtype) of SGLang releases before 0.5.23;
