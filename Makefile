@@ -56,7 +56,7 @@ sanity: setup ## ansible-test sanity for Python 3.11
 	tests/bin/sanity
 
 units: setup ## Unit tests (pytest)
-	pytest -q -n 2 tests/unit
+	pytest -q -n 2 tests/unit tests/real_gpu/sglang/test_harness.py
 
 molecule: setup ## Every molecule scenario (lab hosts)
 	@failed=""; for s in $(SCENARIOS); do t0=$$(date +%s); echo "== molecule test -s $$s"; \
