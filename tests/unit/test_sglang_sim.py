@@ -813,6 +813,23 @@ def test_node_0_fails_when_a_joined_node_dies(start, ckpt_fp8):
         http(node0.port, "/health", timeout=1)
 
 
+def test_node_0_is_never_ready_once_a_joined_node_died(start, ckpt_fp8):
+    """The multinode flake: node 1 crashed right after joining and node 0, quicker than its failure, answered ready.
+    Node 0 reaches its warm-up well within the grace it gives a dead peer, and still never answers 200."""
+    addr = "127.0.0.1:%d" % free_port()
+    node0 = start(ckpt_fp8, extra=two_node_args(0, addr), load="0.05", warmup="0.05")
+    node1 = start(ckpt_fp8, extra=two_node_args(1, addr), env={"SGLANG_SIM_FAULT": "crash"})
+    statuses = set()
+    while node0.proc.poll() is None:
+        try:
+            statuses.add(http(node0.port, "/health_generate", timeout=1)[0])
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.05)
+    assert node1.wait_exit() == 1 and node0.wait_exit() == 1
+    assert 503 in statuses and 200 not in statuses, statuses
+
+
 def test_stopping_both_nodes_is_a_clean_stop_for_node_0(start, ckpt_fp8):
     addr = "127.0.0.1:%d" % free_port()
     node0 = start(ckpt_fp8, extra=two_node_args(0, addr))

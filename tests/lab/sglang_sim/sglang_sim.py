@@ -405,6 +405,10 @@ class Stop(Exception):
     """Raised in the main thread once SIGTERM/SIGINT arrived."""
 
 
+class PeerLost(Exception):
+    """Raised in node 0's main thread once a joined node has been gone for PEER_LOSS_GRACE seconds."""
+
+
 class Log(object):
     """SGLang's line format: ``[%Y-%m-%d %H:%M:%S{ rank tags}] message``, flushed per line."""
 
@@ -719,6 +723,7 @@ class Simulator(object):
         self.sim = sim_settings(ns)
         self.fault = self.sim["fault"]
         self.stopping = False
+        self.peer_lost = None       # (node rank, when) of a joined node whose connection closed
         self.status = "starting"
         self.lock = threading.Lock()
         self.httpd = None
@@ -773,6 +778,8 @@ class Simulator(object):
         while True:
             if self.stopping:
                 raise Stop()
+            if self.peer_lost is not None and time.time() - self.peer_lost[1] >= PEER_LOSS_GRACE:
+                raise PeerLost()
             left = end - time.time()
             if left <= 0:
                 return
@@ -847,6 +854,10 @@ class Simulator(object):
             code = self._run()
         except Stop:
             code = self.shutdown()
+        except PeerLost:
+            self.log.write("torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error "
+                           "(node %d of %d)\n" % (self.peer_lost[0], self.args.nnodes))
+            code = 1
         self.exit_code = code
         self.status = "exited" if self.status != "stopped" else "stopped"
         self.write_state()
@@ -1025,22 +1036,17 @@ class Simulator(object):
         return True
 
     def watch_peer(self, rank, conn):
-        """Node 0 cannot run a model whose other node died: like a collective with a dead peer, this process
-        fails when a joined node's connection closes (unless this process is stopping anyway)."""
+        """Node 0 cannot run a model whose other node died: like a collective with a dead peer, it is never ready
+        (health 503) once a joined node's connection closed, and fails PEER_LOSS_GRACE seconds later unless it is
+        stopping anyway (pause() raises PeerLost)."""
         conn.settimeout(None)
         try:
             while conn.recv(1):
                 pass
         except OSError:
             pass
-        time.sleep(PEER_LOSS_GRACE)
-        if self.stopping:
-            return
-        self.log.write("torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error "
-                       "(node %d of %d)\n" % (rank, self.args.nnodes))
-        self.status, self.exit_code = "exited", 1
-        self.write_state()
-        os._exit(1)
+        if self.peer_lost is None:
+            self.peer_lost = (rank, time.time())
 
     def serve(self):
         a = self.args
@@ -1065,7 +1071,8 @@ class Simulator(object):
             self.status = "ready"
         else:
             self.pause(self.sim["warmup_seconds"])
-            if self.fault != "hang":
+            # the warm-up generation runs on every rank: it cannot finish while a node is gone
+            if self.fault != "hang" and self.peer_lost is None:
                 self.log.line('INFO:     127.0.0.1:%d - "POST /generate HTTP/1.1" 200 OK' % (40000 + self.pid % 20000))
                 self.status = "ready"
         # the state file is current before anyone can read the ready line
@@ -1346,7 +1353,8 @@ class SimHandler(BaseHTTPRequestHandler):
     # -- endpoints ----------------------------------------------------------------------------------------
 
     def health(self):
-        self._send(200 if self.simulator.status == "ready" else 503, b"", "text/plain")
+        ready = self.simulator.status == "ready" and self.simulator.peer_lost is None
+        self._send(200 if ready else 503, b"", "text/plain")
 
     def server_info(self):
         """/server_info as SGLang 0.5.23 builds it (entrypoints/http_server.py, utils/common.py build_server_info).
