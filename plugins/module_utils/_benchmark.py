@@ -58,6 +58,10 @@ MAX_DISTINCT_PROMPTS = 256
 # Output kept from bench_serving or run_eval (their progress bars included): far more than their summaries.
 MAX_PROCESS_OUTPUT = 64 * 1024 * 1024
 PROMPT_MEMORY_CHARS = 64 * 1024 * 1024
+# One thread per request in flight.
+MAX_CONCURRENCY = 4096
+# Seconds: a week; a larger timeout overflows the socket timer (OverflowError from inside urllib).
+MAX_SECONDS = 7 * 24 * 3600
 # Failures that every later request to the same server would repeat: stop the level at once.
 FATAL_KINDS = ("bad_url", "refused", "unreachable", "tls", "unauthorized")
 ERROR_KINDS = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found", "http_error",
@@ -605,8 +609,8 @@ def validate_options(concurrency, dataset, input_tokens, output_tokens, rounds, 
     if not concurrency:
         raise BenchmarkError("concurrency must list at least one level, e.g. [1, 32]")
     for c in concurrency:
-        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
-            raise BenchmarkError("concurrency levels must be integers >= 1, got %r" % (c,))
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_CONCURRENCY:
+            raise BenchmarkError("concurrency levels must be integers from 1 to %d (one thread each), got %r" % (MAX_CONCURRENCY, c))
     if dataset not in DATASETS:
         raise BenchmarkError("unknown dataset %r: choose from %s" % (dataset, ", ".join(DATASETS)))
     for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens), ("rounds", rounds)):
@@ -614,12 +618,15 @@ def validate_options(concurrency, dataset, input_tokens, output_tokens, rounds, 
             raise BenchmarkError("%s must be an integer >= 1, got %r" % (name, value))
     if num_requests is not None and (not isinstance(num_requests, int) or num_requests < 1):
         raise BenchmarkError("num_requests must be an integer >= 1 (requests per level), got %r" % (num_requests,))
-    if duration is not None and (not isinstance(duration, (int, float)) or not duration > 0):
-        raise BenchmarkError("duration must be a number of seconds > 0 (time per level), got %r" % (duration,))
+    if duration is not None and (not isinstance(duration, (int, float)) or not 0 < duration <= MAX_SECONDS):
+        raise BenchmarkError("duration must be a number of seconds in (0, %d] (time per level), got %r" % (MAX_SECONDS, duration))
     if not isinstance(warmup_requests, int) or warmup_requests < 0:
         raise BenchmarkError("warmup_requests must be an integer >= 0, got %r" % (warmup_requests,))
-    if not isinstance(chars_per_token, (int, float)) or not chars_per_token > 0:
-        raise BenchmarkError("chars_per_token must be > 0, got %r" % (chars_per_token,))
+    if isinstance(chars_per_token, bool) or not isinstance(chars_per_token, (int, float)) or not 0 < chars_per_token <= 64:
+        raise BenchmarkError("chars_per_token must be a number in (0, 64], got %r" % (chars_per_token,))
+    if input_tokens * chars_per_token > PROMPT_MEMORY_CHARS:
+        raise BenchmarkError("input_tokens %d makes prompts of %d characters (chars_per_token %g), more than %d: use fewer "
+                             "input tokens" % (input_tokens, input_tokens * chars_per_token, chars_per_token, PROMPT_MEMORY_CHARS))
 
 
 def run_benchmark(client, concurrency=DEFAULT_CONCURRENCY, dataset="random", input_tokens=1024, output_tokens=512, rounds=3,

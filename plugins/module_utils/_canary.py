@@ -26,6 +26,7 @@ import json
 import random
 import re
 import threading
+import warnings
 
 from ansible_collections.llmops.sglang.plugins.module_utils._benchmark import (
     DEFAULT_CHARS_PER_TOKEN,
@@ -38,6 +39,10 @@ DEFAULT_DEPTHS = (0.1, 0.5, 0.9)
 NEEDLE_QUESTION = "What is the value of the needle? Answer with the value only."
 STATE_VERSION = 1
 MAX_ANSWER_CHARS = 300
+MAX_GRADED_CHARS = 64 * 1024
+# The largest needle prompt built (64 Mi characters, about 16M tokens): past it a context size is a typo.
+MAX_PROMPT_CHARS = 64 * 1024 * 1024
+MAX_CHARS_PER_TOKEN = 64
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 # Run with the eval's python: exit 0 when SGLang is importable (cheap: finds the package, imports nothing).
 FIND_SGLANG = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"
@@ -96,25 +101,40 @@ def coding_prompt(code, call):
                                         "value only, written as a Python literal." % (code, call)}]
 
 
-def build_items(checks, seed=0, contexts=DEFAULT_CONTEXTS, depths=DEFAULT_DEPTHS, chars_per_token=DEFAULT_CHARS_PER_TOKEN,
-                max_model_len=None):
-    """Every question to ask: [{id, check, messages, expected, ...}], and warnings for skipped sizes."""
-    items, warnings = [], []
+def check_options(checks, contexts=DEFAULT_CONTEXTS, depths=DEFAULT_DEPTHS, chars_per_token=DEFAULT_CHARS_PER_TOKEN):
+    """CanaryError naming the option when the questions cannot be built from these (before any request is sent)."""
     for check in checks:
         if check not in CHECKS:
             raise CanaryError("unknown check %r: choose from %s" % (check, ", ".join(CHECKS)))
+    if isinstance(chars_per_token, bool) or not isinstance(chars_per_token, (int, float)) or \
+            not 0 < chars_per_token <= MAX_CHARS_PER_TOKEN:
+        raise CanaryError("chars_per_token must be a number in (0, %d], got %r" % (MAX_CHARS_PER_TOKEN, chars_per_token))
+    if "needle" not in checks:
+        return
+    if not contexts or not depths:
+        raise CanaryError("needle_contexts and needle_depths must not be empty when the needle check runs")
+    for ctx in contexts:
+        if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 256:
+            raise CanaryError("needle context sizes are token counts >= 256, got %r" % (ctx,))
+        if ctx * chars_per_token > MAX_PROMPT_CHARS:
+            raise CanaryError("needle context %d tokens makes a prompt of %d characters (chars_per_token %g), more than %d: "
+                              "use a smaller context" % (ctx, ctx * chars_per_token, chars_per_token, MAX_PROMPT_CHARS))
+    for depth in depths:
+        if isinstance(depth, bool) or not isinstance(depth, (int, float)) or not 0.0 <= depth <= 1.0:
+            raise CanaryError("needle depths are fractions between 0 and 1, got %r" % (depth,))
+
+
+def build_items(checks, seed=0, contexts=DEFAULT_CONTEXTS, depths=DEFAULT_DEPTHS, chars_per_token=DEFAULT_CHARS_PER_TOKEN,
+                max_model_len=None):
+    """Every question to ask: [{id, check, messages, expected, ...}], and warnings for skipped sizes."""
+    check_options(checks, contexts, depths, chars_per_token)
+    items, warnings = [], []
     if "needle" in checks:
-        if not contexts or not depths:
-            raise CanaryError("needle_contexts and needle_depths must not be empty when the needle check runs")
         for ctx in contexts:
-            if isinstance(ctx, bool) or not isinstance(ctx, int) or ctx < 256:
-                raise CanaryError("needle context sizes are token counts >= 256, got %r" % (ctx,))
             if max_model_len and ctx >= max_model_len:
                 warnings.append("needle context %d tokens skipped: the server's context length is %d" % (ctx, max_model_len))
                 continue
             for depth in depths:
-                if isinstance(depth, bool) or not isinstance(depth, (int, float)) or not 0.0 <= depth <= 1.0:
-                    raise CanaryError("needle depths are fractions between 0 and 1, got %r" % (depth,))
                 messages, value, at = needle_prompt(seed, ctx, float(depth), chars_per_token)
                 items.append({"id": "needle-%d-%.2f" % (ctx, depth), "check": "needle", "messages": messages, "expected": value,
                               "context_tokens": ctx, "depth": float(depth), "prompt_depth": round(at, 4),
@@ -173,7 +193,10 @@ def literal_matches(answer, expected):
     want = ast.literal_eval(expected)
     for cand in _candidates(answer):
         try:
-            got = ast.literal_eval(cand)
+            with warnings.catch_warnings():
+                # the model's text is not Python: "invalid escape sequence" and the like are no news
+                warnings.simplefilter("ignore")
+                got = ast.literal_eval(cand)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             got = cand if isinstance(want, str) else None
         if got is not None and type(got) is type(want) and got == want:
@@ -182,6 +205,8 @@ def literal_matches(answer, expected):
 
 
 def grade(item, answer):
+    # the questions want a few characters; a longer answer is graded on its start (and bounded work)
+    answer = (answer or "")[:MAX_GRADED_CHARS]
     if item["check"] == "needle":
         return value_matches(answer, item["expected"])
     return literal_matches(answer, item["expected"])

@@ -273,12 +273,28 @@ def parse_smi_header(text):
     return result
 
 
-_TABLE_ROW = re.compile(
-    r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<persist>On|Off|WDDM|TCC|N/A)\s+\|"
-    r"\s+(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>On|Off|N/A)\s+\|"
-    r"\s*(?P<ecc>\S+)\s*\|\s*$"
-)
+_BUS_ID = re.compile(r"^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 _TABLE_MEM = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+
+
+def _table_row(line):
+    """A GPU row of the plain table ('|   0  NVIDIA H200   On  |   00000000:18:00.0 Off |   0 |') as a dict, else None.
+
+    Split on the cell bars and on whitespace, not matched with one regular expression: a hostile line of spaces made
+    that expression backtrack for minutes.
+    """
+    line = line.strip()
+    if not (line.startswith("|") and line.endswith("|")) or len(line) > MAX_QUERY_LINE:
+        return None
+    cells = line[1:-1].split("|")
+    if len(cells) != 3:
+        return None
+    first, second, ecc = cells[0].split(), cells[1].split(), cells[2].split()
+    if len(first) < 3 or not first[0].isdigit() or first[-1] not in ("On", "Off", "WDDM", "TCC", "N/A"):
+        return None
+    if len(second) != 2 or not _BUS_ID.match(second[0]) or second[1] not in ("On", "Off", "N/A") or len(ecc) != 1:
+        return None
+    return {"index": int(first[0]), "name": " ".join(first[1:-1]), "persist": first[-1], "bus": second[0], "ecc": ecc[0]}
 
 
 def parse_smi_table(text):
@@ -286,20 +302,20 @@ def parse_smi_table(text):
     gpus = []
     lines = text.splitlines()
     for pos, line in enumerate(lines):
-        match = _TABLE_ROW.match(line.rstrip("\r"))
-        if not match:
+        row = _table_row(line)
+        if row is None:
             continue
         gpu = {
-            "index": int(match.group("index")),
-            "name": match.group("name"),
-            "persistence_mode": {"On": True, "Off": False}.get(match.group("persist")),
-            "pci_bus_id": match.group("bus"),
-            "ecc_errors": match.group("ecc"),
+            "index": row["index"],
+            "name": row["name"],
+            "persistence_mode": {"On": True, "Off": False}.get(row["persist"]),
+            "pci_bus_id": row["bus"],
+            "ecc_errors": row["ecc"],
             "memory_used_mib": None,
             "memory_total_mib": None,
             "mig_mode": None,
         }
-        if pos + 1 < len(lines):
+        if pos + 1 < len(lines) and len(lines[pos + 1]) <= MAX_QUERY_LINE:
             mem = _TABLE_MEM.search(lines[pos + 1])
             if mem:
                 gpu["memory_used_mib"], gpu["memory_total_mib"] = int(mem.group(1)), int(mem.group(2))
@@ -456,6 +472,8 @@ def parse_lspci_acs(text):
     devices = []
     current = None
     for line in text.splitlines():
+        if len(line) > MAX_QUERY_LINE:
+            continue  # lspci's lines are short; a long one is noise (and slow to search)
         match = _LSPCI_DEVICE.match(line)
         if match:
             current = {"device": match.group(1).lower(), "description": match.group(2).strip()}
@@ -463,7 +481,9 @@ def parse_lspci_acs(text):
         acs = re.search(r"ACSCtl:\s*(.*)$", line)
         if not acs:
             continue
-        flags = dict((m.group(1), m.group(2) == "+") for m in re.finditer(r"(\w+)([+-])", acs.group(1)))
+        # "SrcValid+ TransBlk- ...": word by word (a regular expression over a long word backtracks)
+        flags = dict((word[:-1], word[-1] == "+") for word in acs.group(1).split()
+                     if len(word) > 1 and word[-1] in "+-" and word[:-1].isalnum())
         entry = {
             "device": current["device"] if current else None,
             "description": current["description"] if current else None,

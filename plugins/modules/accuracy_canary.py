@@ -77,6 +77,7 @@ options:
   chars_per_token:
     description:
       - Characters per token used to size the haystacks (the server's C(prompt_tokens) is reported when it sends usage).
+      - At most 64; a haystack (context times O(chars_per_token)) has at most 64 Mi characters.
     type: float
     default: 4.0
   seed:
@@ -91,12 +92,12 @@ options:
     default: 64
   parallel:
     description:
-      - Questions in flight at once.
+      - Questions in flight at once (at most 256).
     type: int
     default: 2
   timeout:
     description:
-      - Seconds allowed for each question (a 128K-token prefill takes a while).
+      - Seconds allowed for each question (a 128K-token prefill takes a while), at most a week (604800).
     type: float
     default: 900
   disable_thinking:
@@ -292,6 +293,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._canary import (
     FIND_SGLANG,
     CanaryError,
     answers_of,
+    check_options,
     request_failure,
     ask_all,
     build_items,
@@ -303,6 +305,11 @@ from ansible_collections.llmops.sglang.plugins.module_utils._canary import (
     summary_line,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
+
+# Requests in flight at once: each is a thread.
+MAX_PARALLEL = 256
+# Seconds: a week is longer than any request or eval may take; a larger number overflows the socket timer.
+MAX_TIMEOUT = 7 * 24 * 3600
 
 RUN_EVAL_SPEC = dict(
     enabled=dict(type="bool", default=False),
@@ -319,6 +326,11 @@ RUN_EVAL_SPEC = dict(
 def _fraction(name, value):
     if not 0.0 <= value <= 1.0:
         raise CanaryError("%s must be a fraction between 0 and 1, got %r" % (name, value))
+
+
+def check_timeout(name, value):
+    if not 0 < value <= MAX_TIMEOUT:
+        raise CanaryError("%s must be a number of seconds in (0, %d], got %r" % (name, MAX_TIMEOUT, value))
 
 
 def do_run_eval(client, cfg, model, api_key, caveats):
@@ -384,22 +396,26 @@ def main():
     try:
         _fraction("needle_min_recall", p["needle_min_recall"])
         _fraction("coding_min_score", p["coding_min_score"])
-        if not p["chars_per_token"] > 0:
-            raise CanaryError("chars_per_token must be > 0, got %r" % (p["chars_per_token"],))
-        if p["max_tokens"] < 1 or p["parallel"] < 1 or not p["timeout"] > 0:
-            raise CanaryError("max_tokens and parallel must be >= 1 and timeout > 0")
+        if p["max_tokens"] < 1 or p["parallel"] < 1:
+            raise CanaryError("max_tokens and parallel must be >= 1")
+        if p["parallel"] > MAX_PARALLEL:
+            raise CanaryError("parallel must be at most %d (one thread per request in flight), got %d" % (MAX_PARALLEL, p["parallel"]))
+        check_timeout("timeout", p["timeout"])
+        check_timeout("run_eval.timeout", run_eval_cfg["timeout"])
         if not p["checks"] and not run_eval_cfg["enabled"]:
             raise CanaryError("nothing to check: list checks (needle, coding) or enable run_eval")
+        check_options(p["checks"], p["needle_contexts"], p["needle_depths"], p["chars_per_token"])
         client = Client(p["url"], p["api_key"], p["timeout"], p["validate_certs"], p["use_proxy"])
-        model, max_len, _spec, err = discover(client)
-        items, caveats = build_items(p["checks"], p["seed"], p["needle_contexts"], p["needle_depths"], p["chars_per_token"], max_len)
     except (CanaryError, ServerInfoError) as exc:
         module.fail_json(msg=str(exc))
-    result["caveats"] = caveats
+    model, max_len, _spec, err = discover(client)
     if err is not None:
         result["error"] = {"kind": err["class"], "message": err["message"]}
         result["summary"] = "FAILED (%s)" % err["class"]
         module.fail_json(msg="accuracy canary against %s failed: %s" % (client.base, err["message"]), changed=False, **result)
+    # the prompts are built once the server answers (the largest are megabytes)
+    items, result["caveats"] = build_items(p["checks"], p["seed"], p["needle_contexts"], p["needle_depths"], p["chars_per_token"],
+                                           max_len)
     model = result["model"] = p["model"] or model or "default"
 
     ask_all(client, items, model, p["seed"], p["max_tokens"], p["parallel"], p["disable_thinking"], p["extra_body"], p["timeout"])

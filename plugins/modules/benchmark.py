@@ -55,7 +55,8 @@ options:
     default: builtin
   concurrency:
     description:
-      - Concurrency levels, measured in this order. Each level keeps this many requests in flight (closed loop).
+      - Concurrency levels, measured in this order. Each level keeps this many requests in flight (closed loop), at
+        most 4096.
     type: list
     elements: int
     default: [1, 32]
@@ -86,7 +87,8 @@ options:
     type: int
   duration:
     description:
-      - Seconds per level (a time bound; requests started before the end finish and count). Wins over O(num_requests).
+      - Seconds per level (a time bound; requests started before the end finish and count), at most a week (604800).
+        Wins over O(num_requests).
       - Not supported with O(engine=sglang_bench_serving).
     type: float
   warmup_requests:
@@ -96,7 +98,7 @@ options:
     default: 2
   timeout:
     description:
-      - Seconds allowed for each request, from sending it to the end of the stream.
+      - Seconds allowed for each request, from sending it to the end of the stream, at most a week (604800).
       - With O(engine=sglang_bench_serving), the limit for each level's bench_serving run.
     type: float
     default: 600
@@ -107,7 +109,8 @@ options:
     default: 0
   chars_per_token:
     description:
-      - Characters per token used to size prompts (English and code average about 4 with Qwen tokenizers).
+      - Characters per token used to size prompts (English and code average about 4 with Qwen tokenizers), at most 64.
+        A prompt (O(input_tokens) times O(chars_per_token)) has at most 64 Mi characters.
     type: float
     default: 4.0
   speculative:
@@ -346,6 +349,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils._benchmark import (
     DATASETS,
     ENGINES,
+    MAX_SECONDS,
     BenchmarkError,
     Client,
     bench_serving_argv,
@@ -441,8 +445,8 @@ def main():
     )
     p = module.params
     try:
-        if not p["timeout"] > 0:
-            raise BenchmarkError("timeout must be a number of seconds > 0, got %r" % (p["timeout"],))
+        if not 0 < p["timeout"] <= MAX_SECONDS:
+            raise BenchmarkError("timeout must be a number of seconds in (0, %d], got %r" % (MAX_SECONDS, p["timeout"]))
         if not 0 < p["min_fraction"] <= 10:
             raise BenchmarkError("min_fraction must be > 0 (0.9 = fail below 90%% of the baseline), got %r" % (p["min_fraction"],))
         validate_options(p["concurrency"], p["dataset"], p["input_tokens"], p["output_tokens"], p["rounds"], p["num_requests"],

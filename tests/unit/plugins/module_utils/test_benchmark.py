@@ -529,9 +529,14 @@ def test_stream_reads_are_bounded(canned, monkeypatch):
 
 def test_bad_options_raise_benchmark_error():
     client = bm.Client("http://127.0.0.1:1")
-    for kwargs, match in (({"concurrency": []}, "at least one level"), ({"concurrency": [0]}, ">= 1"),
+    for kwargs, match in (({"concurrency": []}, "at least one level"), ({"concurrency": [0]}, "from 1 to 4096"),
                           ({"dataset": "sharegpt"}, "unknown dataset"), ({"output_tokens": 0}, "output_tokens"),
-                          ({"duration": -1}, "duration"), ({"num_requests": 0}, "num_requests")):
+                          ({"duration": -1}, "duration"), ({"num_requests": 0}, "num_requests"),
+                          # bounds: 10^6 threads, a 4 GB prompt built in memory, a deadline past the socket timer
+                          ({"concurrency": [10 ** 6]}, "from 1 to 4096 \\(one thread each\\), got 1000000"),
+                          ({"input_tokens": 10 ** 9}, "input_tokens 1000000000 makes prompts of 4000000000 characters"),
+                          ({"chars_per_token": 1e308}, "chars_per_token must be a number in \\(0, 64\\]"),
+                          ({"duration": 1e12}, "duration must be a number of seconds in \\(0, 604800\\]")):
         with pytest.raises(bm.BenchmarkError, match=match):
             bm.run_benchmark(client, **kwargs)
 

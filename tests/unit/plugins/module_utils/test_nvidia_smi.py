@@ -423,3 +423,19 @@ def test_kernel_files_are_read_bounded(tmp_path):
     with pytest.raises(smi.GpuInfoError, match="procfs_root: .*/proc/cmdline holds .* point procfs_root at the right place"):
         smi.collect(nvidia_smi=str(tmp_path / "none"), sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
                     driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "none"))
+
+
+@pytest.mark.parametrize("parse,line", [
+    (smi.parse_smi_table, "| 0 " + " " * 20000),  # the row's regular expression backtracked for minutes
+    (smi.parse_lspci_acs, "\t\tACSCtl:\t" + "1" * 100000),  # "(\w+)([+-])" was quadratic in the word's length
+    (smi.parse_lspci_acs, "\t\tACSCtl:\t" + "x" * 1000 + "+ " + "SrcValid+ " * 400),
+])
+def test_hostile_long_lines_parse_in_linear_time(h200, parse, line):
+    import time
+    start = time.monotonic()
+    result = parse(h200("h200x2", "smi.txt") + line + "\n")
+    assert time.monotonic() - start < 2
+    if parse is smi.parse_smi_table:
+        assert [g["index"] for g in result] == [0, 1]
+    else:
+        assert result["enabled_count"] == 0

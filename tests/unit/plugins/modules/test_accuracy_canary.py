@@ -177,6 +177,21 @@ def test_chat_endpoint_404_is_an_error_never_a_wrong_answer_baseline(sims, no_ch
     assert res["state"] == {} and res["answers"] == {} and res["hash"] is None and res["drift"] == {}
 
 
+@pytest.mark.parametrize("args,match", [
+    # a socket timer cannot hold 1e12 s: OverflowError from inside urllib
+    ({"timeout": 1e12}, "timeout must be a number of seconds in (0, 604800], got 1000000000000.0"),
+    ({"run_eval": {"enabled": True, "timeout": 1e308}}, "run_eval.timeout must be a number of seconds in (0, 604800]"),
+    # a 10^9-token haystack would be built in memory (4 GB) before any request
+    ({"needle_contexts": [10 ** 9]}, "needle context 1000000000 tokens makes a prompt of 4000000000 characters"),
+    ({"chars_per_token": 1e308}, "chars_per_token must be a number in (0, 64], got 1e+308"),
+    ({"parallel": 100000}, "parallel must be at most 256"),
+])
+def test_options_out_of_range_fail_before_any_request(args, match, capsys):
+    out = run(dict(args, url="http://127.0.0.1:%d" % free_port()), capsys)
+    assert out["failed"] and match in out["msg"], out["msg"]
+    assert "error" not in out or out["error"] is None  # nothing was sent
+
+
 def test_runs_as_a_standalone_module_process(sims, tmp_path):
     args = tmp_path / "args.json"
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(NEEDLES, url=sims[0], needle_contexts=[1024])}))

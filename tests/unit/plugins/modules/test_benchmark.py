@@ -122,6 +122,8 @@ def test_wrong_key(sim, capsys):
     ({"baseline": {"one": 3}}, "not a concurrency level"),
     ({"url": "127.0.0.1:30000"}, "no scheme"),
     ({"timeout": 0}, "timeout must be"),
+    # a socket timer cannot hold 1e12 s: this was an OverflowError from inside urllib
+    ({"timeout": 1e12}, "timeout must be a number of seconds in (0, 604800], got 1000000000000.0"),
 ])
 def test_bad_options(args, match, capsys):
     res = run(args, capsys)
