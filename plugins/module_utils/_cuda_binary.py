@@ -395,6 +395,9 @@ def inspect_path(path, cuobjdump, runner=default_runner, tmp_dir=None):
     if os.path.isdir(path):
         kind, digest = "directory", None
         libraries = _inspect_directory(path, cuobjdump, runner)
+    elif not os.path.isfile(path):
+        # a device (/dev/zero) or a FIFO would be hashed for ever
+        raise CudaBinaryError("%s is not a regular file: give a wheel (.whl), a directory or a shared library (.so)" % path)
     elif path.endswith(".whl"):
         kind, digest = "wheel", sha256_file(path)
         libraries = _inspect_wheel(path, cuobjdump, runner, tmp_dir)

@@ -278,3 +278,11 @@ def test_a_cuobjdump_that_floods_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(cb, "MAX_CUOBJDUMP_OUTPUT", 1 << 20)
     with pytest.raises(cb.CudaBinaryError, match="libx.so: cuobjdump exited with -1: cuobjdump printed more than 1048576 bytes"):
         cb.inspect_path(str(library), str(flood))
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused(tmp_path):
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(str(fifo))
+    for path in ("/dev/zero", str(fifo)):  # /dev/zero was hashed for ever
+        with pytest.raises(cb.CudaBinaryError, match="is not a regular file: give a wheel"):
+            cb.inspect_path(path, "/nonexistent/cuobjdump")
