@@ -36,10 +36,11 @@ import time
 from urllib import error as urlerror
 from urllib import request as urlrequest
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import describe_failure
+from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key, describe_failure
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
+    ServerInfoError,
     _opener,
     fetch_endpoint,
     normalize_url,
@@ -515,6 +516,10 @@ class Client(object):
 
     def __init__(self, url, api_key=None, timeout=600.0, validate_certs=True, use_proxy=True):
         self.base, self.host, self.port = normalize_url(url)
+        try:
+            check_api_key(api_key)
+        except OptionError as exc:
+            raise ServerInfoError(str(exc))
         self.api_key = api_key
         self.timeout = float(timeout)
         self.validate_certs = validate_certs

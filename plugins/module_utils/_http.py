@@ -21,6 +21,8 @@ import ssl
 from urllib import error as urlerror
 from urllib import parse as urlparse
 
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_text
+
 EXAMPLE_URL = "http://127.0.0.1:30000"
 # A base URL longer than this is not one (and its text would flood the error message).
 MAX_URL_CHARS = 2048
@@ -32,7 +34,11 @@ ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unautho
                  "http_error", "not_json", "too_large")
 
 
-class UrlError(ValueError):
+class OptionError(ValueError):
+    """An option a request cannot be made with; the message says how to write it."""
+
+
+class UrlError(OptionError):
     """A URL option that cannot be used; the message says how to write it."""
 
 
@@ -87,6 +93,16 @@ def parse_base_url(url, what="url"):
     return base, hostname, port
 
 
+def check_api_key(api_key, what="api_key"):
+    """OptionError unless the key can travel in an Authorization header (http.client raised UnicodeEncodeError for a
+    character outside latin-1 and ValueError for a line break); None and "" mean no key."""
+    if api_key is None or api_key == "":
+        return
+    if not isinstance(api_key, str) or not all(33 <= ord(ch) <= 126 for ch in api_key):
+        raise OptionError("%s must be printable ASCII without spaces: it is sent as 'Authorization: Bearer KEY' (check it "
+                          "for a pasted line break or a typographic character)" % what)
+
+
 def host_url(host, port, scheme="http"):
     """SCHEME://HOST:PORT, an IPv6 address in brackets (``fd00::11`` -> ``http://[fd00::11]:30000``)."""
     host = str(host)
@@ -103,8 +119,7 @@ def snippet(body, api_key=None):
     """A short one-line excerpt of an answer, the API key masked."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
     text = " ".join(text.split())
-    if api_key:
-        text = text.replace(api_key, REDACTED)
+    text = redact_text(text, [api_key] if api_key else ())
     return text[:SNIPPET_CHARS]
 
 

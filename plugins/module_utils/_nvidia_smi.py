@@ -518,7 +518,7 @@ def read_text(path, what, limit=MAX_FILE_BYTES):
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except (IOError, OSError):
+    except (IOError, OSError, ValueError):  # ValueError: a NUL byte in the path
         return None
     chunks, size = [], 0
     try:
@@ -558,7 +558,7 @@ def count_iommu_groups(sysfs_root):
     """Number of IOMMU groups (entries are numbered directories); None when sysfs does not have the directory."""
     try:
         return len([e for e in os.listdir(os.path.join(sysfs_root, "sys/kernel/iommu_groups")) if e.isdigit()])
-    except (IOError, OSError):
+    except (IOError, OSError, ValueError):  # ValueError: a NUL byte in the path
         return None
 
 
@@ -585,8 +585,8 @@ def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True, 
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                 cwd=cwd, start_new_session=True)
-    except (IOError, OSError) as exc:
-        reason = exc.strerror or str(exc)
+    except (IOError, OSError, ValueError) as exc:  # ValueError: a NUL byte in argv
+        reason = getattr(exc, "strerror", None) or str(exc)
         return 127, "" if text else b"", reason if text else reason.encode("utf-8", "replace"), False, True
     deadline = None if timeout is None else time.monotonic() + timeout
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from urllib import parse as urlparse
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import host_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key, host_url
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
     ServerInfoError,
@@ -83,6 +83,10 @@ class Router(object):
 
     def __init__(self, url, api_key=None, timeout=10.0, validate_certs=True):
         self.url = normalize_url(url)[0]
+        try:
+            check_api_key(api_key)
+        except OptionError as exc:
+            raise ServerInfoError(str(exc))
         self.api_key = api_key
         self.timeout = timeout
         self.validate_certs = validate_certs

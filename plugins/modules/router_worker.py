@@ -161,6 +161,7 @@ drain:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key
 from ansible_collections.llmops.sglang.plugins.module_utils._router_workers import (
     Router,
     RouterError,
@@ -189,6 +190,10 @@ def main():
     p = module.params
     key = p["api_key"] or None
     result = {"worker_url": p["worker_url"], "routers": [], "drain": None, "changed": False}
+    try:
+        check_api_key(key)
+    except OptionError as exc:
+        module.fail_json(msg=str(exc), **result)
     try:
         url_key(p["worker_url"])
         routers = [Router(url, key, validate_certs=p["validate_certs"]) for url in p["routers"]]

@@ -439,3 +439,13 @@ def test_hostile_long_lines_parse_in_linear_time(h200, parse, line):
         assert [g["index"] for g in result] == [0, 1]
     else:
         assert result["enabled_count"] == 0
+
+
+def test_a_nul_byte_in_a_path_is_unreadable_not_a_crash(tmp_path):
+    # os.open and Popen raise ValueError("embedded null byte"), not OSError
+    assert smi.read_text(str(tmp_path) + "/a\0b", "procfs_root") is None
+    rc, out, err, timed_out, not_found = smi.run_bounded([str(tmp_path) + "/nvidia-smi\0"], 5)
+    assert (rc, not_found) == (127, True) and "null" in err
+    result = smi.collect(nvidia_smi=str(tmp_path / "n\0"), sysfs_root="\0", procfs_root="\0", driver_version_file="\0",
+                         lspci=str(tmp_path / "l\0"))
+    assert result["failure"]["class"] == "not_installed"

@@ -1,8 +1,9 @@
 # Copyright: contributors to llmops.sglang
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Every module that takes a URL, given URLs urllib cannot parse: a failed task whose message names the fix, never a
-traceback (urllib raised ValueError "Invalid IPv6 URL" through every one of them)."""
+"""Every module that takes a URL, given URLs urllib cannot parse or an API key that cannot be an HTTP header: a failed
+task whose message names the fix, never a traceback (urllib raised ValueError "Invalid IPv6 URL" through every one of
+them; http.client raised UnicodeEncodeError for a key with a character outside latin-1)."""
 
 import json
 
@@ -58,3 +59,28 @@ def test_a_url_urllib_cannot_parse_is_a_clear_failure(module, args, option, url,
 def test_sglang_wait_ready_url(url, capsys):
     res = run(sglang_wait_ready, {"unit": "sglang-qwen.service", "budget": 2, "url": url}, capsys)
     assert res["failed"] is True and "Traceback" not in json.dumps(res)
+
+
+KEY_CASES = [
+    (benchmark, {"url": WORKER}),
+    (accuracy_canary, {"url": WORKER}),
+    (router_worker, {"routers": [WORKER], "worker_url": WORKER}),
+]
+
+
+@pytest.mark.parametrize("key", ["sk-\u2028pasted", "sk-1\r\nX-Injected: 1", "sk 1"])
+@pytest.mark.parametrize("module,args", KEY_CASES)
+def test_an_api_key_that_cannot_be_a_header_is_a_clear_failure(module, args, key, capsys):
+    res = run(module, dict(args, api_key=key), capsys)
+    assert res["failed"] is True and "api_key must be printable ASCII without spaces" in res["msg"], res["msg"]
+
+
+@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason="_server_info.http_call sends the key as a header "
+                                                                  "unchecked: http.client's UnicodeEncodeError escapes")
+@pytest.mark.parametrize("module", [server_info, kv_cache_guard])
+def test_server_info_api_key_outside_latin1(module, capsys):
+    args = {"url": WORKER, "api_key": "sk-\u2028pasted"}
+    if module is kv_cache_guard:
+        args["argv"] = ["python3", "-m", "sglang.launch_server", "--model-path", "/m"]
+    res = run(module, args, capsys)
+    assert res["failed"] is True
