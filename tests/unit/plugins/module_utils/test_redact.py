@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard, _readiness, _server_info, _sglang_args
+from ansible_collections.llmops.sglang.plugins.module_utils import _http, _kv_guard, _readiness, _server_info, _sglang_args
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import MASK, is_secret_flag, is_secret_name, redact, redact_argv, redact_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -214,6 +214,8 @@ def test_every_masker_delegates():
     assert _sglang_args.is_secret_flag("--api-k") and not _sglang_args.is_secret_flag("--ssl-keyfile")
     assert leaked(json.dumps(_sglang_args.mask({"problem": line}, []))) == []
     assert _sglang_args.MASK == _kv_guard.REDACTED == _readiness.MASK == MASK
+    # an HTTP error body quoting the request's header, even when the module was given no key
+    assert leaked(_http.snippet(b'{"error": "Unauthorized", "echo": "Authorization: Bearer %s"}' % KEYS["api_key"].encode())) == []
 
 
 class _Sglang(BaseHTTPRequestHandler):
