@@ -738,7 +738,9 @@ def _number(text):
     text = text.strip()
     try:
         if re.match(r"^-?\d+$", text):
-            return int(text)
+            value = int(text)
+            # a count past 2**53 is no count bench_serving prints (and would overflow the float math)
+            return value if abs(value) <= 2 ** 53 else text
         value = float(text)
         return value if math.isfinite(value) else text
     except ValueError:

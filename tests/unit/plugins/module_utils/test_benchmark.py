@@ -342,6 +342,14 @@ def test_parse_bench_serving_older_and_sectioned_layouts():
     assert bm.parse_bench_serving("Traceback (most recent call last):\nImportError: aiohttp") is None
 
 
+def test_a_bench_serving_count_beyond_float_range_is_text():
+    # "Total input tokens: 9999...9" (400 digits) made bench_serving_level divide an int too large for a float
+    text = BENCH_SERVING_05X.replace("253168", "9" * 400, 1)
+    parsed = bm.parse_bench_serving(text)
+    assert parsed["fields"]["total_input_tokens"] == "9" * 400
+    assert bm.bench_serving_level(parsed, 32, 500)["prompt_tokens_mean"] is None
+
+
 def test_bench_serving_argv_is_complete():
     argv = bm.bench_serving_argv("/opt/sglang/venv/bin/python", "sglang.bench_serving", "http://127.0.0.1:30000", "qwen", 32, 96,
                                  1024, 512, 0, 2, tokenizer="/models/q", output_file="/tmp/x.jsonl", extra_args=["--flush-cache"])
