@@ -282,19 +282,21 @@ RENDER = """
     - {root}/roles/sglang_runtime/defaults/main.yml
     - {root}/roles/sglang_server/defaults/main.yml
   tasks:
-    - ansible.builtin.debug:
-        msg: "{{{{ [sglang_runtime_checkpoint_path, sglang_server_model_path] | to_json }}}}"
+    - ansible.builtin.copy:
+        content: "{{{{ [sglang_runtime_checkpoint_path, sglang_server_model_path] | to_json }}}}"
+        dest: {out}
+        mode: "0600"
 """
 
 
 def _paths(tmp_path, extra_vars):
-    play = tmp_path / "paths.yml"
-    play.write_text(RENDER.format(root=ROOT))
+    play, out = tmp_path / "paths.yml", tmp_path / "paths.json"
+    play.write_text(RENDER.format(root=ROOT, out=out))
     args = [str(BIN / "ansible-playbook"), str(play)] + (["-e", json.dumps(extra_vars)] if extra_vars else [])
-    env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_STDOUT_CALLBACK="json")
+    env = dict(os.environ, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     result = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"])
+    return json.loads(out.read_text())
 
 
 def test_deploy_survey_checkpoint_directory_drives_runtime_and_server(tmp_path):
