@@ -30,3 +30,28 @@ def _fresh_module_warnings():
     warnings._global_warnings.clear()  # pylint: disable=protected-access
     warnings._global_deprecations.clear()  # pylint: disable=protected-access
     yield
+
+
+# The fuzz suite (tests/unit/fuzz) reports its case count per target; collected here so that a run under
+# pytest-xdist (whose workers send reports to this process) prints them too.
+_FUZZ_CASES = {}
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call":
+        return
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "fuzz_cases":
+            outcome = "xfail" if hasattr(report, "wasxfail") else report.outcome
+            _FUZZ_CASES[report.nodeid.split("::")[-1]] = (value, report.duration, outcome)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FUZZ_CASES:
+        return
+    terminalreporter.write_sep("-", "fuzz cases per target")
+    for name, (cases, seconds, outcome) in sorted(_FUZZ_CASES.items()):
+        terminalreporter.write_line("%-60s %7d cases %6.1f s  %s" % (name, cases, seconds, outcome))
+    total = sum(c for c, _s, _o in _FUZZ_CASES.values())
+    seconds = sum(s for _c, s, _o in _FUZZ_CASES.values())
+    terminalreporter.write_line("%-60s %7d cases %6.1f s" % ("total (%d targets)" % len(_FUZZ_CASES), total, seconds))

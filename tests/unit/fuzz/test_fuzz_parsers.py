@@ -1,0 +1,444 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Every parser of plugins/module_utils on mutated real samples and random input: each returns, or raises its own
+documented error with a message; nothing else escapes. One target per module_utils file (two where a file parses both
+text and structured input); the case counts are printed at the end of the run."""
+
+import io
+import json
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
+from ansible_collections.llmops.sglang.plugins.filter import worker_url as worker_url_filter
+from ansible_collections.llmops.sglang.plugins.module_utils import _benchmark as bm
+from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
+from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
+from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
+from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
+from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_preflight as gp
+from ansible_collections.llmops.sglang.plugins.module_utils import _http
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
+from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
+from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as rd
+from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
+from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
+from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
+from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log as sl
+
+from .corpus import (
+    CONFIGS, CUOBJDUMP, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI, SSE,
+    TOOL_OUTPUTS, TOOLKIT)
+from .harness import clean, fuzz
+
+
+# ---- nvidia-smi, nvcc, cuobjdump ----------------------------------------------------------------------
+
+def test_nvidia_smi_outputs(request):
+    """Every nvidia-smi, /proc and lspci parser on mutated real outputs of 30+ machines."""
+    def check(case):
+        text, rc, value = case
+        smi.parse_query_csv(text)
+        smi.parse_smi_header(text)
+        smi.parse_smi_table(text)
+        smi.parse_smi_list(text)
+        smi.parse_topo(text)
+        smi.parse_proc_version(text)
+        smi.parse_cmdline_iommu(text)
+        smi.parse_lspci_acs(text)
+        smi.classify_failure(rc, text, text[:200])
+        for token in text.split()[:10] + [value]:
+            smi.normalize_compute_cap(token)
+            if isinstance(token, str):
+                smi.sysfs_bus_id(token)
+                smi.compute_cap_int(token)
+    fuzz(request, lambda m: (m.text(SMI), m.pick((None, 0, 1, 6, 9, 15, 18, 127, 255, -9, m.number())), m.scalar()), check, 8000)
+
+
+def test_cuda_toolkit_outputs(request, tmp_path):
+    cache = tmp_path / "cache.json"
+    samples = NVCC + [json.dumps({"nvcc": "/usr/local/cuda/bin/nvcc", "version": "13.0.88", "mtime": 1,
+                                  "archs": {"sm_120a": {"compiles": True, "error_class": None}}})]
+
+    def check(case):
+        text, arch = case
+        ct.parse_nvcc_version(text)
+        ct.parse_arch_list(text, "compute_")
+        ct.parse_arch_list(text, "sm_")
+        ct.classify_compile_error(text)
+        ct.version_tuple(arch)
+        clean(lambda: ct.validate_arch(arch), ValueError)
+        cache.write_text(text, errors="surrogatepass")
+        ct.load_cache(str(cache))
+    fuzz(request, lambda m: (m.text(samples), m.pick(("sm_120a", "sm_90a", "sm_100f", m.junk(), m.scalar()))), check, 5000)
+
+
+def test_cuda_binary_outputs(request):
+    def check(case):
+        kind, rc, out, err, archs = case
+        listing = clean(lambda: cb.parse_listing(kind, rc, out, err), cb.CudaBinaryError)
+        headers = cb.parse_fatbin_headers(out)
+        if listing:
+            cubins = listing[1]
+            cb.needs_header_pass(cubins)
+            cb.refine_cubin_archs(cubins, headers)
+            cb.sorted_archs(c["arch"] for c in cubins if c["arch"])
+        cb.parse_version(out)
+        codes = cb.parse_gpu_code_list(out)
+        required = []
+        for arch in archs:
+            norm = clean(lambda: cb.normalize_arch(arch), cb.CudaBinaryError)
+            if norm is not None:
+                required.append(norm)
+                cb.torch_arch(norm)
+                cb.cmake_arch(norm)
+                cb.toolkit_can_build(norm, codes)
+        cb.missing_archs(required, [c for c in codes if cb.split_arch(c)], accept_family=True)
+        cb.is_shared_library(out[:100])
+    # rc is what the runner returns: an int
+    fuzz(request, lambda m: (m.pick(("elf", "ptx")), m.pick((0, 1, 255, -1, m.r.randrange(-2 ** 31, 2 ** 31))), m.text(CUOBJDUMP),
+                             m.text(CUOBJDUMP),
+                             [m.pick(("sm_120a", "120a", "12.0a", "sm_100f", m.junk(), m.scalar())) for _i in range(3)]), check, 8000)
+
+
+# ---- KV budget, canary, benchmark ------------------------------------------------------------------
+
+ARCHS = []
+for _config in CONFIGS:
+    try:
+        ARCHS.append(ck.parse_architecture(_config))
+    except ck.CheckpointError:
+        pass
+ARCH_KEYS = sorted(set(k for a in ARCHS for k in a))
+
+
+def _kv_case(m):
+    arch = dict(m.pick(ARCHS))
+    for _i in range(m.r.randrange(3)):
+        arch[m.pick(ARCH_KEYS)] = m.value()
+    if m.chance(3):
+        memory = (m.number(), m.number(), m.number())
+    elif m.chance(2):
+        memory = (m.r.uniform(0, 200), m.r.uniform(0, 200), m.r.random())
+    else:
+        memory = (None, None, None)
+    pool = m.pick((None, lambda: m.text(KV_LINES, 1), lambda: dict((m.pick(("tokens", "k_gb", "kv_gb", "layers", "dtype")),
+                                                                   m.scalar()) for _i in range(3))))
+    return dict(
+        arch=arch, tp_size=m.pick((1, 2, 4, 8, m.number(), m.junk())),
+        kv_cache_dtype=m.pick(sorted(kb.KV_DTYPE_BYTES) + ["auto", "nvfp4", m.junk(), m.scalar()]),
+        auto_dtype=m.pick(("bfloat16", "fp8_e4m3", None, m.junk())),
+        free_memory_gib=memory[0], total_memory_gib=memory[1], mem_fraction_static=memory[2],
+        context_lengths=m.pick((None, [m.number() for _i in range(m.r.randrange(3))], [32768, 131072])),
+        mamba_full_memory_ratio=m.pick((0.9, m.number())), max_mamba_cache_size=m.pick((None, m.number())),
+        page_size=m.pick((1, 16, m.number())), observed_pool=pool() if callable(pool) else pool)
+
+
+def test_kv_budget(request):
+    def check(case):
+        if isinstance(case["observed_pool"], str):
+            kb.parse_kv_pool_line(case["observed_pool"])
+        result = clean(lambda: kb.plan(**case), kb.BudgetError)
+        if result is not None:
+            json.dumps(result, allow_nan=False)  # every number finite: the module's answer is plain JSON
+    fuzz(request, _kv_case, check, 12000)
+
+
+CANARY_ITEMS, _W = cn.build_items(["needle", "coding"], contexts=[256], depths=[0.5])
+CANARY_STATE = {"version": 1, "hash": "0" * 64, "model": "m", "answers": {"needle-256-0.50": "K7QX-4M2D-9PLA", "coding-popcount": "7"}}
+ANSWERS = ["K7QX-4M2D-9PLA", "```python\n[25, 49, 64]\n```", "The answer is 'eht-tac-tas-tam'.", "(-4, 3)", "f(15) returns 610",
+           "[('a', 12), ('b', 15), ('c', 6)]", "((((((((((1))))))))))", "[" * 200]
+
+
+def test_canary_answers_and_state(request):
+    def check(case):
+        answer, previous, run_eval, build = case
+        for item in CANARY_ITEMS:
+            cn.grade(item, answer)
+        answers = dict((it["id"], answer if n % 2 else None) for n, it in enumerate(CANARY_ITEMS))
+        cn.compare(previous, answers)
+        cn.parse_run_eval(run_eval)
+        clean(lambda: cn.build_items(*build), cn.CanaryError)
+
+    def small(m):
+        return m.pick((m.r.randrange(-5, 2048), m.number(), m.junk(), None))
+
+    fuzz(request, lambda m: (m.text(ANSWERS), m.json([CANARY_STATE]), m.text(TOOL_OUTPUTS),
+                             ([m.pick(("needle", "coding", "x", "")) for _i in range(m.r.randrange(3))], 0,
+                              [small(m) for _i in range(m.r.randrange(3))], [small(m) for _i in range(m.r.randrange(3))],
+                              # the server's context length comes from discover(): an int or None
+                              m.pick((4.0, m.r.uniform(0.01, 8))), m.pick((None, m.r.randrange(-5, 10 ** 6))))), check, 4000)
+
+
+def test_benchmark_bench_serving_and_gate(request):
+    def check(case):
+        text, baseline, fraction, concurrency = case
+        parsed = bm.parse_bench_serving(text)
+        levels = [bm.bench_serving_level(parsed, concurrency, 10)] if parsed is not None else []
+        base = clean(lambda: bm.normalize_baseline(baseline), bm.BenchmarkError)
+        gate = clean(lambda: bm.evaluate_gate(levels, baseline, fraction), bm.BenchmarkError)
+        if gate is not None:
+            bm.summary_line(levels, gate)
+        bm.render_chart(levels, base or None, 0.9)
+
+    def baseline(m):
+        return dict((m.pick((str(m.r.randrange(64)), m.junk())), m.number()) for _i in range(m.r.randrange(3)))
+
+    fuzz(request, lambda m: (m.text(TOOL_OUTPUTS), m.pick((baseline, lambda m: m.value()))(m), m.pick((0.9, m.number())),
+                             m.r.randrange(1, 512)), check, 8000)
+
+
+class _Response(object):
+    """What urllib's opener returns, over captured bytes: stream_chat reads them through its real parser."""
+
+    def __init__(self, data):
+        self._stream = io.BytesIO(data)
+
+    def readline(self, limit=-1):
+        return self._stream.readline(limit)
+
+    def close(self):
+        pass
+
+
+def test_benchmark_chat_stream(request, monkeypatch):
+    """stream_chat's event-stream parser on mutated SGLang chat streams (only the socket is replaced)."""
+    def check(data):
+        monkeypatch.setattr(bm, "_opener", lambda *a, **k: type("Opener", (), {"open": lambda self, req, timeout: _Response(data)})())
+        res = bm.stream_chat("http://127.0.0.1:30000", {"messages": []}, timeout=30, keep_text=True)
+        assert res["ok"] or res["error"]["kind"] in bm.ERROR_KINDS, res["error"]
+        bm.summarize_level(1, [res], 1.0)
+    fuzz(request, lambda m: m.data(SSE), check, 6000)
+
+
+# ---- router, preflight, URLs ---------------------------------------------------------------------------
+
+def test_router_workers(request):
+    def check(case):
+        listing, url, bind, port, metrics = case
+        workers = clean(lambda: rw.workers_of(listing, "http://r:1"), rw.RouterError)
+        if clean(lambda: rw.url_key(url), si.ServerInfoError) is not None and workers is not None:
+            rw.matching(workers, url)
+        rw.worker_url(bind, port, "10.0.0.11")
+        worker_url_filter.FilterModule().filters()["worker_url"](bind, port, "gpu-01")
+        rw.in_flight(si.parse_prometheus(metrics)["metrics"])
+    fuzz(request, lambda m: (m.json(ROUTER), m.pick(("http://127.0.0.1:30000", "http://[fd00::11]:30000", "HTTP://LOCALHOST:1/",
+                                                     m.junk(), "http://%s:%s" % (m.junk(), m.scalar()))),
+                             m.pick((None, "::", "0.0.0.0", "fd00::1", m.junk())), m.pick((30000, m.number(), m.junk())),
+                             m.text(METRICS)), check, 8000)
+
+
+def _preflight_case(m):
+    expectations = m.pick((None, lambda: dict((m.pick(sorted(gp.DEFAULT_EXPECTATIONS) + ["x"]), m.value())
+                                              for _i in range(m.r.randrange(4))), m.value))
+    waivers = m.pick((None, lambda: [m.pick(({"rule": m.pick(list(gp.RULES) + [m.junk()]), "reason": m.junk()}, m.value()))
+                                     for _i in range(m.r.randrange(3))], m.value))
+    smoke = m.pick((None, lambda: {"rc": m.scalar(), "stdout": m.junk()}, m.value))
+    # gpu_info and toolkit are results of the collection's modules (shape fixed, values from the host); the rest is
+    # whatever a user puts in the role's variables
+    return (m.json(GPU_INFO, leaves_only=True), m.json(TOOLKIT, leaves_only=True) if m.chance(2) else None,
+            expectations() if callable(expectations) else expectations, waivers() if callable(waivers) else waivers,
+            smoke() if callable(smoke) else smoke)
+
+
+def test_gpu_preflight(request):
+    preflight = gpu_preflight_filter.FilterModule().filters()["gpu_preflight"]
+
+    def check(case):
+        result = clean(lambda: gp.evaluate(*case), gp.PreflightError)
+        if result is not None:
+            gp.render_table(result["checks"])
+        clean(lambda: preflight(*case), AnsibleFilterError)
+    fuzz(request, _preflight_case, check, 4000)
+
+
+URLS = ["http://127.0.0.1:30000", "https://[fd00::11]:30000/v1/", "http://gpu-01.example:8000", "http://[::1]:30000"]
+
+
+def test_http_urls(request):
+    def check(case):
+        url, host, port = case
+        parsed = clean(lambda: _http.parse_base_url(url), _http.UrlError)
+        if parsed is not None:
+            assert parsed[0].startswith(("http://", "https://")) and 1 <= parsed[2] <= 65535
+            assert _http.parse_base_url(parsed[0]) == parsed  # a parsed URL parses to itself
+        _http.host_url(host, port)
+        _http.status_failure(port if isinstance(port, int) else 500, "http://h:1/x", str(url).encode("utf-8", "replace"), "sk-x")
+
+    def url(m):
+        scheme = m.pick(("http", "https", "ftp", ""))
+        return m.pick((m.text(URLS), m.junk(), m.scalar(), "%s://%s:%s%s" % (scheme, m.junk(), m.scalar(), m.junk())))
+
+    fuzz(request, lambda m: (url(m), m.pick(("fd00::11", "10.0.0.1", m.junk())), m.pick((30000, m.number(), m.junk()))), check,
+         12000)
+
+
+# ---- files owned elsewhere: only their public functions -----------------------------------------------
+
+SERVER_ANSWERS = [json.dumps(a) for a in SERVER_INFO] or ['{"kv_cache_dtype": "auto", "internal_states": [{}]}']
+
+
+def test_server_info_answers(request):
+    """_server_info's JSON and Prometheus parsers on mutated real /server_info answers and metrics."""
+    def check(case):
+        body, metrics, line = case
+        data = clean(lambda: si.parse_json_object(body, "http://h:1/server_info", "sk-x"), si.FetchError)
+        if data is not None:
+            si.kv_summary(si.clean(data, "sk-x"))
+        si.parse_prometheus(metrics)
+        clean(lambda: si.parse_sample(line), ValueError)
+        clean(lambda: si.normalize_url(line), si.ServerInfoError)
+    fuzz(request, lambda m: (m.pick((lambda: m.data(SERVER_ANSWERS, 400), lambda: json.dumps(m.json(SERVER_INFO or [{}])).encode(),
+                                     m.deep_json))(), m.text(METRICS), m.text(METRICS, 1)), check, 2000)
+
+
+def test_sglang_log_audit(request):
+    """The log audit on windows of mutated real SGLang logs (forged request lines and NUL bytes included)."""
+    fuzz(request, lambda m: m.data(LOGS, 60), lambda data: json.dumps(sl.audit_bytes(data)), 2500)
+
+
+def test_sglang_log_rules_and_waivers(request):
+    patterns = ("CUDA out of memory", r"KV Cache is allocated\. #tokens: (\d+)", "(", "[", "(?P<x>a)(?P<x>b)", "\\", "x" * 3000,
+                "(" * 200 + ")" * 200)
+
+    # what log_audit's argument spec lets through: lists of dicts with these keys, string values (or null)
+    def rule(m):
+        spec = {"id": m.pick(("cuda_oom", "fp8_kv_no_scales", m.junk()))}
+        for key, values in (("severity", ("error", "warning", "info")), ("pattern", patterns), ("scope", ("line", "message")),
+                            ("description", ()), ("fix", ())):
+            if m.chance(2):
+                spec[key] = m.pick(values + (m.junk(), None))
+        return spec
+
+    def check(case):
+        rules, allow = case
+        clean(lambda: sl.audit_bytes(LOGS[0][:2000], rules=rules, allow=allow), sl.LogAuditError)
+    fuzz(request, lambda m: (m.pick((None, [rule(m) for _i in range(m.r.randrange(3))])),
+                             m.pick((None, [{"rule": m.pick(("cuda_oom", m.junk())), "reason": m.junk()} for _i in range(2)]))),
+         check, 1000)
+
+
+SHOW = ["ActiveState=activating\nSubState=start\nResult=success\nNRestarts=0\nMainPID=4242\nExecMainStatus=0\n"
+        "InvocationID=0f1c2e9a7b5d4c3e8f6a1b2c3d4e5f60\nTimeoutStartUSec=45min\n", "1min 30s", "500ms", "infinity",
+        "sglang-qwen.service", "http://127.0.0.1:30000/health_generate"]
+
+
+def test_readiness_parsers(request):
+    def check(case):
+        text, argv, data = case
+        clean(lambda: rd.check_unit_name(text), rd.UnitError)
+        rd.mask_text(text)
+        rd.mask_argv(argv)
+        rd.clean_line(text)
+        rd.parse_show(text)
+        rd.parse_timespan(text)
+        rd.split_cursor(data)
+    fuzz(request, lambda m: (m.text(SHOW + LOGS, 40), [m.pick(("--api-key", "--hf-token=x", "--api-k", "sk-1", m.junk()))
+                                                       for _i in range(m.r.randrange(6))], m.data(LOGS, 20)), check, 3000)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="_readiness.url_port calls urllib.parse.urlsplit unguarded: "
+                                                          "ValueError for http://[::1 or a host invalid under NFKC")
+def test_readiness_url_port(request):
+    fuzz(request, lambda m: m.pick((m.text(URLS), m.junk(), "http://%s:%s/health_generate" % (m.junk(), m.scalar()))),
+         rd.url_port, 2000)
+
+
+def test_checkpoint_configs(request):
+    """_checkpoint on mutated real config.json / hf_quant_config.json documents (in memory)."""
+    def check(case):
+        config, quant, names = case
+        ck.normalize_model_dtype(config.get("torch_dtype") if isinstance(config, dict) else config)
+        clean(lambda: ck.describe_config(config, quant), ck.CheckpointError)
+        clean(lambda: ck.parse_quant_config(quant, "hf_quant_config.json"), ck.CheckpointError)
+        ck.kv_scale_tensors(names)
+    fuzz(request, lambda m: (m.json(CONFIGS), m.json(QUANT) if m.chance(2) else None,
+                             [m.pick(("model.layers.3.self_attn.k_scale", "k_proj.k_scale", m.junk())) for _i in range(3)]), check, 6000)
+
+
+def test_kv_auto_resolution(request):
+    """_kv_auto.resolve (what --kv-cache-dtype auto becomes) on mutated real configs: a refusal is part of its answer."""
+    def check(case):
+        config, quant = case
+        if isinstance(config, dict):  # resolve takes a parsed config.json: the checkpoint reader refuses anything else
+            json.dumps(ka.resolve(config, quant if isinstance(quant, dict) else None))
+    fuzz(request, lambda m: (m.json(CONFIGS), m.json(QUANT) if m.chance(2) else None), check, 5000)
+
+
+def test_checkpoint_files(request, tmp_path):
+    """_checkpoint's file readers on mutated real files: config.json, the index, safetensors shards."""
+    configs = [json.dumps(c) for c in CONFIGS]
+    indexes = [json.dumps(i) for i in INDEXES]
+
+    def check(case):
+        config, index, shard = case
+        (tmp_path / "config.json").write_bytes(config)
+        (tmp_path / "model.safetensors.index.json").write_bytes(index)
+        (tmp_path / "model-00001-of-00004.safetensors").write_bytes(shard)
+        clean(lambda: ck.load_json(str(tmp_path / "config.json")), ck.CheckpointError)
+        clean(lambda: ck.read_safetensors_header(str(tmp_path / "model-00001-of-00004.safetensors")), ck.CheckpointError)
+        clean(lambda: ck.inspect_checkpoint(str(tmp_path)), ck.CheckpointError)
+    fuzz(request, lambda m: (m.pick((lambda: m.data(configs, 400), lambda: json.dumps(m.json(CONFIGS)).encode(), m.deep_json))(),
+                             m.pick((lambda: m.data(indexes), m.deep_json))(), m.data(SAFETENSORS)), check, 1500)
+
+
+KV_ARGV = ["python3", "-m", "sglang.launch_server", "--model-path", "/models/qwen", "--tp-size", "8", "--kv-cache-dtype",
+           "fp8_e4m3", "--api-key", "sk-fuzz-1"]
+EXECSTART = ["{ path=/opt/sglang/bin/python ; argv[]=/opt/sglang/bin/python -m sglang.launch_server --model-path /m "
+             "--kv-cache-dtype bf16 ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; "
+             "status=0/0 }", "ExecStart=/usr/bin/python3 -m sglang.launch_server --kv-cache-dtype fp8_e4m3"]
+GUARD_KEYS = ("expected", "waiver_reason", "min_signals", "tp_size", "argv", "argv_source", "argv_error", "log_facts", "checkpoint",
+              "checkpoint_error", "server_info", "server_error")
+
+
+def _guard_case(m):
+    words = [m.pick(KV_ARGV + [m.junk()]) for _i in range(m.r.randrange(12))]
+    inputs = {}
+    for key in GUARD_KEYS:
+        if m.chance(2):
+            inputs[key] = m.pick((m.scalar(), m.value(), words, "bf16", "fp8_e4m3", 8, m.json(SERVER_INFO or [{}])))
+    return words, m.text(EXECSTART), inputs
+
+
+def test_kv_guard(request):
+    """_kv_guard's argv and ExecStart parsers and its verdict on mutated inputs."""
+    def check(case):
+        words, text, inputs = case
+        kg.classify_dtype(text)
+        kg.parse_launch_argv(words)
+        kg.redact_argv(words, "sk-fuzz-1")
+        kg.select_launch_command(kg.parse_execstart(text))
+        clean(lambda: kg.evaluate(inputs), kg.GuardError)
+    fuzz(request, _guard_case, check, 3000)
+
+
+CHECKER_ANSWER = {"errors": [{"kind": "invalid_choice", "flag": "--kv-cache-dtype", "option": "--kv-cache-dtype", "value": "fp8",
+                              "problem": "argument --kv-cache-dtype: invalid choice: 'fp8' (choose from 'auto', 'fp8_e4m3')",
+                              "choices": ["auto", "fp8_e4m3", "fp8_e5m2", "bf16"]},
+                             {"kind": "unrecognized", "flag": "--enable-dp-attn", "value": None,
+                              "close_matches": ["--enable-dp-attention"]}],
+                  "parsed": {"model_path": "/m", "tp_size": 8}, "deprecated": [], "secret_positions": [[6, 7]],
+                  "sglang_version": "0.5.23", "python_version": "3.11.7"}
+ARGS_WORDS = ("--model-path", "/m", "--api-key", "sk-1", "--api-k", "--hf-token=hf_x", "--tp", "8", "--kv-cache-dtype", "fp8")
+
+
+def test_sglang_args(request):
+    """_sglang_args: secret flags, masking and the interpretation of the checker's answer."""
+    def check(case):
+        args, answer = case
+        secrets = sa.secret_values(args, sa.secret_positions(args))
+        sa.mask({"args": args, "text": " ".join(args)}, secrets)
+        for token in args:
+            sa.split_flag(token)
+            sa.is_secret_flag(token)
+            sa.looks_like_flag(token)
+        result = clean(lambda: sa.interpret(answer, args), sa.SglangArgsError)
+        if result is not None:
+            sa.format_errors(result[0])
+    # the answer is what the collection's own checker prints: its shape is fixed, its strings come from SGLang
+    fuzz(request, lambda m: ([m.pick(ARGS_WORDS + (m.junk(),)) for _i in range(m.r.randrange(10))],
+                             m.json([CHECKER_ANSWER], leaves_only=True)), check, 3000)
