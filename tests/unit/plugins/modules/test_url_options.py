@@ -75,11 +75,13 @@ def test_an_api_key_that_cannot_be_a_header_is_a_clear_failure(module, args, key
     assert res["failed"] is True and "api_key must be printable ASCII without spaces" in res["msg"], res["msg"]
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason="_server_info.http_call sends the key as a header "
-                                                                  "unchecked: http.client's UnicodeEncodeError escapes")
+@pytest.mark.xfail(strict=True, raises=(UnicodeEncodeError, ValueError),
+                   reason="_server_info.http_call sends the key as a header unchecked: http.client's UnicodeEncodeError "
+                          "(outside latin-1) or ValueError (a line break: 'Invalid header value') escapes")
+@pytest.mark.parametrize("key", ["sk-\u2028pasted", "sk-1\r\nX-Injected: 1"])
 @pytest.mark.parametrize("module", [server_info, kv_cache_guard])
-def test_server_info_api_key_outside_latin1(module, capsys):
-    args = {"url": WORKER, "api_key": "sk-\u2028pasted"}
+def test_server_info_api_key_outside_latin1(module, key, capsys):
+    args = {"url": WORKER, "api_key": key}
     if module is kv_cache_guard:
         args["argv"] = ["python3", "-m", "sglang.launch_server", "--model-path", "/m"]
     res = run(module, args, capsys)
