@@ -36,7 +36,7 @@ import time
 from urllib import error as urlerror
 from urllib import request as urlrequest
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key, describe_failure
+from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS, OptionError, check_api_key, describe_failure
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
@@ -61,8 +61,6 @@ MAX_PROCESS_OUTPUT = 64 * 1024 * 1024
 PROMPT_MEMORY_CHARS = 64 * 1024 * 1024
 # One thread per request in flight.
 MAX_CONCURRENCY = 4096
-# Seconds: a week; a larger timeout overflows the socket timer (OverflowError from inside urllib).
-MAX_SECONDS = 7 * 24 * 3600
 # Failures that every later request to the same server would repeat: stop the level at once.
 FATAL_KINDS = ("bad_url", "refused", "unreachable", "tls", "unauthorized")
 ERROR_KINDS = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found", "http_error",

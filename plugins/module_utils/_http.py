@@ -34,6 +34,10 @@ ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unautho
                  "http_error", "not_json", "too_large")
 
 
+# Seconds: a week; a larger timeout overflows the socket timer (OverflowError from inside urllib).
+MAX_SECONDS = 7 * 24 * 3600
+
+
 class OptionError(ValueError):
     """An option a request cannot be made with; the message says how to write it."""
 

@@ -32,6 +32,7 @@ import re
 import subprocess
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor, stream_command
 
@@ -496,15 +497,8 @@ def _alive(proc, proc_root="/proc"):
 
 
 def url_port(url):
-    """The TCP port of an http(s) URL."""
-    import urllib.parse
-
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return port or (443 if parts.scheme == "https" else 80)
+    """The TCP port of an http(s) URL, by the collection's one URL rule (UrlError naming the fix otherwise)."""
+    return parse_base_url(url, "url")[2]
 
 
 def listening_inodes(port, proc_root="/proc"):

@@ -26,7 +26,7 @@ from urllib import parse as urlparse
 from urllib import request as urlrequest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
-from ansible_collections.llmops.sglang.plugins.module_utils._http import UrlError, parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS, OptionError, UrlError, check_api_key, parse_base_url
 
 DEFAULT_URL = "http://127.0.0.1:30000"
 DEFAULT_TIMEOUT = 10.0
@@ -593,8 +593,13 @@ def gather(url=DEFAULT_URL, api_key=None, endpoints=ENDPOINT_NAMES, timeout=DEFA
     Raises ServerInfoError only for bad arguments (url, endpoint names, timeout).
     """
     base, _host, _port = normalize_url(url)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-        raise ServerInfoError("timeout must be a number of seconds > 0, got %r" % (timeout,))
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or not 0 < timeout <= MAX_SECONDS:
+        raise ServerInfoError("timeout must be a number of seconds in (0, %d], got %r" % (MAX_SECONDS, timeout))
+    try:
+        check_api_key(api_key)
+    except OptionError as exc:
+        raise ServerInfoError(str(exc))
     names = list(endpoints) if endpoints is not None else list(ENDPOINT_NAMES)
     for name in names:
         if name not in ENDPOINT_NAMES:

@@ -320,6 +320,14 @@ def _tail(text, secrets, lines=15):
     return mask("\n".join((text or "").strip().splitlines()[-lines:]), secrets)
 
 
+def _checker_shaped(result):
+    """Whether a marker line holds what the checker prints: an object whose errors are a list of objects."""
+    if not isinstance(result, dict):
+        return False
+    errors = result.get("errors")
+    return errors is None or (isinstance(errors, list) and all(isinstance(e, dict) for e in errors))
+
+
 def run_check(python, args, timeout=120):
     """Run the checker with ``python``; returns its raw result dict (masked by the checker).
 
@@ -346,7 +354,7 @@ def run_check(python, args, timeout=120):
                 result = json.loads(line[len(RESULT_MARKER):])
             except ValueError:
                 result = None
-    if result is None:
+    if not _checker_shaped(result):
         raise SglangArgsError("%s gave no check result (exit code %s); is it a Python 3.9+ interpreter? Last output: %s"
                               % (python, proc.returncode, _tail(proc.stderr or proc.stdout, known_secrets)))
     if "import_error" in result:

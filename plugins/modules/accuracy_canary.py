@@ -304,12 +304,11 @@ from ansible_collections.llmops.sglang.plugins.module_utils._canary import (
     state_of,
     summary_line,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
 # Requests in flight at once: each is a thread.
 MAX_PARALLEL = 256
-# Seconds: a week is longer than any request or eval may take; a larger number overflows the socket timer.
-MAX_TIMEOUT = 7 * 24 * 3600
 
 RUN_EVAL_SPEC = dict(
     enabled=dict(type="bool", default=False),
@@ -329,8 +328,8 @@ def _fraction(name, value):
 
 
 def check_timeout(name, value):
-    if not 0 < value <= MAX_TIMEOUT:
-        raise CanaryError("%s must be a number of seconds in (0, %d], got %r" % (name, MAX_TIMEOUT, value))
+    if not 0 < value <= MAX_SECONDS:
+        raise CanaryError("%s must be a number of seconds in (0, %d], got %r" % (name, MAX_SECONDS, value))
 
 
 def do_run_eval(client, cfg, model, api_key, caveats):

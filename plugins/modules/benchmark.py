@@ -175,7 +175,8 @@ notes:
   - Sends real traffic but changes nothing, so it runs in check mode and never reports C(changed).
   - A failed request never raises; it is counted by kind (C(refused), C(unreachable), C(tls), C(timeout),
     C(unauthorized), C(loading) (HTTP 503), C(not_found), C(http_error), C(malformed_chunk), C(too_large) (an event
-    line over 4 MiB or an answer over 256 MiB), C(server_error), C(incomplete_stream), C(empty), C(disconnected)).
+    line over 4 MiB or an answer over 256 MiB), C(server_error), C(incomplete_stream), C(empty),
+    C(disconnected)).
     When the server cannot be reached, or every request of a level fails, the module fails with that kind and message.
 seealso:
   - module: llmops.sglang.accuracy_canary
@@ -349,7 +350,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils._benchmark import (
     DATASETS,
     ENGINES,
-    MAX_SECONDS,
     BenchmarkError,
     Client,
     bench_serving_argv,
@@ -364,6 +364,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._benchmark import (
     summary_line,
     validate_options,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
 

@@ -170,6 +170,7 @@ n_restarts_baseline:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils._http import UrlError, parse_base_url
 from ansible_collections.llmops.sglang.plugins.module_utils._readiness import UnitError, describe_cause, wait_ready
 
 
@@ -191,8 +192,10 @@ def main():
     unit = p["unit"]
     if p["budget"] <= 0 or p["interval"] <= 0 or p["probe_timeout"] <= 0:
         module.fail_json(msg="budget, interval and probe_timeout must be positive (got %s, %s, %s)" % (p["budget"], p["interval"], p["probe_timeout"]))
-    if not p["url"].startswith(("http://", "https://")):
-        module.fail_json(msg="url %s must start with http:// or https://" % p["url"])
+    try:
+        parse_base_url(p["url"], "url")
+    except UrlError as exc:
+        module.fail_json(msg=str(exc))
     timeout = p["timeout"] if p["timeout"] and p["timeout"] > 0 else p["budget"] + 60
     try:
         result = wait_ready(unit, p["url"], p["budget"], timeout, interval=p["interval"], invocation_id=p["invocation_id"] or None,

@@ -35,7 +35,6 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     sglang_wait_ready,
 )
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _http
 
 from .corpus import CONFIGS, FIXTURES, KV_LINES, LOGS, QUANT, SMI
 from .harness import argument_spec, fuzz, run_main, sandbox
@@ -211,41 +210,7 @@ CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cuda
          "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800, "sglang_wait_ready": 800}
 
 
-# Crashes in files this suite does not own, reproduced here and routed to their owners: the module's whole fuzz target
-# is an expected failure (strict: it must still crash, with this exception), and a second target fuzzes everything
-# else, the crashing inputs replaced by good ones.
-HEADER_OR_TIMER = ("_server_info.http_call sends api_key as a header unchecked (a character outside latin-1: "
-                   "UnicodeEncodeError from http.client) and accepts any finite timeout (above about 9.2e9 s: OverflowError "
-                   "from the socket timer)")
-KNOWN_CRASHES = {
-    "server_info": (HEADER_OR_TIMER, (UnicodeEncodeError, OverflowError)),
-    "kv_cache_guard": (HEADER_OR_TIMER, (UnicodeEncodeError, OverflowError)),
-    "sglang_wait_ready": ("_readiness.url_port calls urllib.parse.urlsplit unguarded: its ValueError for http://[::1 or a "
-                          "host invalid under NFKC escapes", ValueError),
-}
-
-
-def _past_known_crashes(name, args):
-    """args with the inputs of the module's known crash replaced by good ones."""
-    if name == "sglang_wait_ready" and isinstance(args.get("url"), str):
-        try:
-            _http.parse_base_url(args["url"])
-        except _http.UrlError:
-            args["url"] = "http://127.0.0.1:30000/health_generate"
-    if name in ("server_info", "kv_cache_guard"):
-        try:
-            _http.check_api_key(args.get("api_key"))
-        except _http.OptionError:
-            args["api_key"] = "sk-replaced"
-        try:
-            if float(args.get("timeout", 0)) > 1e6:
-                args["timeout"] = 10
-        except (TypeError, ValueError, OverflowError):
-            pass
-    return args
-
-
-def _module_target(name, request, tmp_path, monkeypatch, past_known_crashes=False):
+def _module_target(name, request, tmp_path, monkeypatch):
     module = MODULES[name]
     spec = argument_spec(module)
     files = Files(tmp_path, name in BOUNDED_READERS)
@@ -253,19 +218,11 @@ def _module_target(name, request, tmp_path, monkeypatch, past_known_crashes=Fals
     sandbox(monkeypatch)
 
     def build(m):
-        args = _args(m, spec, name, files)
-        return _past_known_crashes(name, args) if past_known_crashes else args
+        return _args(m, spec, name, files)
 
     fuzz(request, build, lambda args: run_main(module, args), CASES[name])
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=KNOWN_CRASHES[n][1], reason=KNOWN_CRASHES[n][0]))
-    if n in KNOWN_CRASHES else n for n in sorted(MODULES)])
+@pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_arguments(name, request, tmp_path, monkeypatch):
     _module_target(name, request, tmp_path, monkeypatch)
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_CRASHES))
-def test_module_arguments_past_known_crashes(name, request, tmp_path, monkeypatch):
-    _module_target(name, request, tmp_path, monkeypatch, past_known_crashes=True)

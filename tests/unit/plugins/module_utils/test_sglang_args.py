@@ -120,6 +120,14 @@ def test_timeout(tmp_path):
         sa.run_check(slow, ["--model-path", "m"], timeout=1)
 
 
+@pytest.mark.parametrize("line", ["[1]", '{"errors": ["x"]}', '{"errors": 5}', '"text"'])
+def test_a_marker_line_that_is_not_the_checkers_is_no_result(tmp_path, line):
+    """Once a marker line holding other JSON raised AttributeError in interpret()."""
+    other = script(tmp_path / "other-python", "cat >/dev/null\necho '%s%s'\n" % (sa.RESULT_MARKER, line))
+    with pytest.raises(sa.SglangArgsError, match="gave no check result"):
+        sa.run_check(other, ["--model-path", "m"])
+
+
 def test_not_python_and_secret_kept_out_of_its_output(tmp_path):
     # an "interpreter" that echoes what it was given (the payload with the key) and fails
     echo = script(tmp_path / "echo-python", "cat >&2\nexit 3\n")

@@ -174,8 +174,7 @@ def test_adhoc_run_through_ansible(lab, tmp_path):
     ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
     proc = subprocess.run([ansible, "localhost", "-i", "localhost,", "-c", "local", "-e",
                            "ansible_python_interpreter=" + sys.executable, "-m", "llmops.sglang.checkpoint_info",
-                           "-a", json.dumps({"path": lab, "verify_shards": True,
-                                                                   "sglang_python": sys.executable})],
+                           "-a", json.dumps({"path": lab, "verify_shards": True, "sglang_python": sys.executable})],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
@@ -232,8 +231,8 @@ def test_disagreement_trusts_sglang(lab, capsys, monkeypatch):
     from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
 
     def bf16_sglang(python, paths, timeout):
-        return {"sglang_version": "0.5.99", "answers": [{"quantization": "modelopt_fp4", "config_class": "X",
-                                                          "kv_cache_dtype_auto": "bfloat16", "error": None}]}
+        answer = {"quantization": "modelopt_fp4", "config_class": "X", "kv_cache_dtype_auto": "bfloat16", "error": None}
+        return {"sglang_version": "0.5.99", "answers": [answer]}
     monkeypatch.setattr(_kv_auto, "run_probe", bf16_sglang)
     result = run(checkpoint_info, {"path": lab, "sglang_python": sys.executable}, capsys)
     assert result["sglang_auto"]["agree"] is False

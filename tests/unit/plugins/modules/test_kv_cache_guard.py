@@ -111,9 +111,11 @@ def test_wrong_api_key_leaves_the_server_unknown(sim, lab, capsys):
     argv, url, log = sim(lab, kv="bf16")
     res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": "wrong",
                "log_facts": _sglang_log.audit_path(str(log))["facts"]}, capsys)
-    # argv, log_dtype and pool_bytes still prove bf16
-    assert not res.get("failed") and res["available_signals"] == 3
-    assert rows(res)["server"]["verdict"] == "unknown" and "unauthorized" in rows(res)["server"]["evidence"]
+    # /server_info refused the key: the server row falls back to the log's dump, a dict, so SGLang's resolved
+    # server args (0.5.19 and newer); with argv, log_dtype and pool_bytes that is still four signals
+    assert not res.get("failed") and res["available_signals"] == 4
+    assert res["server"]["ok"] is False and "unauthorized" in str(res["server"]).lower()
+    assert rows(res)["server"]["verdict"] == "bf16" and rows(res)["server"]["evidence"].startswith("log server_args dump")
 
 
 # --- a log with two starts, parsed by the real log parser ------------------------------------

@@ -100,7 +100,7 @@ def test_waiting_returns_the_phase(capsys, monkeypatch):
 @pytest.mark.parametrize("params, words", [
     ({"unit": "-x"}, "is not a unit name"),
     ({"unit": "sglang-qwen.service", "budget": 0}, "must be positive"),
-    ({"unit": "sglang-qwen.service", "url": "127.0.0.1:30000/health"}, "must start with http://"),
+    ({"unit": "sglang-qwen.service", "url": "127.0.0.1:30000/health"}, "has no scheme: write it as http://HOST:PORT"),
 ])
 def test_bad_parameters(params, words, capsys, monkeypatch):
     scripted = Scripted([state()])
