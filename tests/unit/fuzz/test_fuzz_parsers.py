@@ -8,7 +8,6 @@ text and structured input); the case counts are printed at the end of the run.""
 import io
 import json
 
-import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
