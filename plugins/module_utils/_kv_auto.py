@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import MAX_OUTPUT_BYTES, run_bounded
 
 SGLANG_VERSION = "0.5.23"
 CONFIG_JSON = "config.json"
@@ -409,7 +410,7 @@ def probe_source():
         return fh.read()
 
 
-def run_probe(python, paths, timeout=300, max_output=1 << 20, env=None):
+def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None):
     """SGLang's answers for checkpoint directories, from ``python`` (the SGLang install's interpreter).
 
     ``env``: extra environment variables for the interpreter.
@@ -422,15 +423,15 @@ def run_probe(python, paths, timeout=300, max_output=1 << 20, env=None):
     if os.path.isdir(python) or not os.access(python, os.X_OK):
         raise ProbeError("SGLang interpreter %s is not an executable file" % python)
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1", **(env or {}))
-    try:
-        proc = subprocess.run([python, "-c", probe_source()], input=json.dumps({"paths": list(paths)}),
-                              capture_output=True, text=True, timeout=timeout, env=env, check=False)
-    except subprocess.TimeoutExpired:
+    rc, stdout, stderr, timed_out, not_found = run_bounded([python, "-c", probe_source()], timeout, env=env,
+                                                           max_bytes=max_output, input=json.dumps({"paths": list(paths)}))
+    if timed_out:
         raise ProbeError("%s did not answer within %s s (importing SGLang is slow on a cold cache); raise "
                          "sglang_timeout" % (python, timeout))
-    except OSError as exc:
-        raise ProbeError("cannot run %s: %s" % (python, exc))
-    stdout = (proc.stdout or "")[-max_output:]
+    if not_found:
+        raise ProbeError("cannot run %s: %s" % (python, stderr))
+    if rc is None:
+        raise ProbeError(stderr.splitlines()[0])
     result = None
     for line in stdout.splitlines():
         if line.startswith(PROBE_MARKER):
@@ -439,9 +440,9 @@ def run_probe(python, paths, timeout=300, max_output=1 << 20, env=None):
             except ValueError:
                 result = None
     if not isinstance(result, dict):
-        tail = "\n".join((proc.stderr or "").strip().splitlines()[-8:])[-1500:]
+        tail = "\n".join(stderr.strip().splitlines()[-8:])[-1500:]
         raise ProbeError("%s gave no answer (exit code %s); is it a Python 3.9+ interpreter? Last output: %s"
-                         % (python, proc.returncode, tail))
+                         % (python, rc, tail))
     if "import_error" in result:
         raise ProbeError("SGLang is not importable by %s: %s; point sglang_python at the SGLang install's "
                          "interpreter" % (python, result["import_error"]))

@@ -17,6 +17,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 QUERY_FIELDS = (
@@ -574,8 +575,23 @@ def _kill_group(proc):
         pass
 
 
-def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True, cwd=None):
+def _feed(stream, data):
+    try:
+        stream.write(data)
+    except (IOError, OSError):
+        pass  # the program closed its stdin or died: what it printed tells why
+    finally:
+        try:
+            stream.close()
+        except (IOError, OSError):
+            pass
+
+
+def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True, cwd=None, input=None):  # pylint: disable=redefined-builtin
     """Run argv with its output bounded in time and in size; past either, kill its whole process group.
+
+    ``input`` (text or bytes) is written to its stdin from a thread, so a program that prints before it reads
+    cannot block on a full pipe; without it stdin is /dev/null.
 
     Returns (rc, stdout, stderr, timed_out, not_found); stdout and stderr are text (bytes with text=False). Never
     raises for a missing, hung or flooding program: a missing one gives rc 127, not_found and the OS error in stderr;
@@ -583,12 +599,15 @@ def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True, 
     timeout None waits for ever (the output is bounded all the same).
     """
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
     except (IOError, OSError, ValueError) as exc:  # ValueError: a NUL byte in argv
         reason = getattr(exc, "strerror", None) or str(exc)
         return 127, "" if text else b"", reason if text else reason.encode("utf-8", "replace"), False, True
     deadline = None if timeout is None else time.monotonic() + timeout
+    if input is not None:
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     chunks = {out_fd: [], err_fd: []}
     size, timed_out, flooded = 0, False, False

@@ -26,9 +26,9 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
 
 MASK = _redact.MASK
 # The checker (run by SGLang's interpreter, without this collection) masks any flag with a word ending in these.
@@ -339,16 +339,15 @@ def run_check(python, args, timeout=120):
     path = find_python(python)
     # a read-only check: leave no .pyc files in the SGLang install
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run([path, "-c", CHECKER_SOURCE], input=build_payload(args), capture_output=True, text=True,
-                              timeout=timeout, env=env, check=False)
-    except subprocess.TimeoutExpired:
+    rc, stdout, stderr, timed_out, not_found = run_bounded([path, "-c", CHECKER_SOURCE], timeout, env=env,
+                                                           input=build_payload(args))
+    if timed_out:
         raise SglangArgsError("%s did not finish the argument check within %s s (importing sglang can be slow on a cold "
                               "cache); raise timeout" % (python, timeout))
-    except OSError as exc:
-        raise SglangArgsError("cannot run %s: %s" % (python, exc))
+    if not_found:
+        raise SglangArgsError("cannot run %s: %s" % (python, stderr))
     result = None
-    for line in (proc.stdout or "").splitlines():
+    for line in stdout.splitlines():
         if line.startswith(RESULT_MARKER):
             try:
                 result = json.loads(line[len(RESULT_MARKER):])
@@ -356,7 +355,7 @@ def run_check(python, args, timeout=120):
                 result = None
     if not _checker_shaped(result):
         raise SglangArgsError("%s gave no check result (exit code %s); is it a Python 3.9+ interpreter? Last output: %s"
-                              % (python, proc.returncode, _tail(proc.stderr or proc.stdout, known_secrets)))
+                              % (python, rc, _tail(stderr or stdout, known_secrets)))
     if "import_error" in result:
         raise SglangArgsError("sglang is not importable by %s: %s; install the runtime first"
                               % (python, mask(result["import_error"], known_secrets)))

@@ -128,6 +128,13 @@ def test_a_marker_line_that_is_not_the_checkers_is_no_result(tmp_path, line):
         sa.run_check(other, ["--model-path", "m"])
 
 
+def test_an_interpreter_that_floods_is_stopped(tmp_path):
+    """The checker's output is read bounded (16 MiB), not whole."""
+    flood = script(tmp_path / "flood-python", "cat >/dev/null\nexec yes LLMOPS\n")
+    with pytest.raises(sa.SglangArgsError, match="printed more than 16777216 bytes and was stopped"):
+        sa.run_check(flood, ["--model-path", "m"], timeout=60)
+
+
 def test_not_python_and_secret_kept_out_of_its_output(tmp_path):
     # an "interpreter" that echoes what it was given (the payload with the key) and fails
     echo = script(tmp_path / "echo-python", "cat >&2\nexit 3\n")
