@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio.base_events
-import glob
 import logging
-import os
 import pathlib
 import re
+import sys
 import traceback
 
 import pytest
@@ -31,7 +30,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records 
     BARE, RANK_NAMES, SGLANG, UVICORN, parse_record)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules import DEFAULT_RULES
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
+import sglang_source  # noqa: E402  tests/unit/sglang_source.py
+
 FORMS = ("record", "print", "uvicorn", "text")
 ORIGINS = ("sglang", "uvicorn", "python", "external")
 STDLIB = {"argparse.py": argparse.__file__, "traceback.py": traceback.__file__,
@@ -40,23 +41,10 @@ _PERCENT_RE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrfgixX]")
 _BRACES_RE = re.compile(r"\{[^{}]*\}")
 
 
-def _site_packages():
-    venv = pathlib.Path(os.environ.get("LLMOPS_SGLANG_PYTHON") or ROOT / ".cache" / "sglang-venv" / "bin" / "python").parents[1]
-    found = sorted(glob.glob(str(venv / "lib" / "python3*" / "site-packages" / "sglang")))
-    if not found:
-        why = "no SGLang package under %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % venv
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return pathlib.Path(found[-1]).parent
-
-
 @pytest.fixture(scope="module")
 def site():
-    site = _site_packages()
-    versions = [p.name[len("sglang-"):-len(".dist-info")] for p in site.glob("sglang-*.dist-info")]
-    assert versions == [CHECKED_SGLANG], "the table was checked against SGLang %s, the venv holds %s" % (CHECKED_SGLANG, versions)
-    return site
+    assert CHECKED_SGLANG == sglang_source.CHECKED_RELEASE, "the table was checked against SGLang %s" % CHECKED_SGLANG
+    return sglang_source.srt_dir().parents[1]
 
 
 def _source_path(site, entry):
