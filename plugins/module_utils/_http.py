@@ -127,7 +127,8 @@ def snippet(body, api_key=None):
     return text[:SNIPPET_CHARS]
 
 
-def _num(value):
+def seconds_text(value):
+    """A timeout as written in messages: 10, 2.5."""
     return ("%g" % value) if isinstance(value, float) else str(value)
 
 
@@ -164,7 +165,7 @@ def connection_failure(exc, url, host, port, timeout):
     where = "%s:%s" % (host, port)
     if isinstance(reason, (socket.timeout, TimeoutError)):
         return ("timeout", "no answer from %s within %ss: the server may be busy (long prefill, CUDA graph capture) or "
-                           "hung; raise timeout or check the service" % (url, _num(timeout)), None)
+                           "hung; raise timeout or check the service" % (url, seconds_text(timeout)), None)
     if isinstance(reason, ConnectionRefusedError):
         return ("refused", "connection refused at %s: is the SGLang service running and listening on this host and port "
                            "(--host/--port)? During startup the HTTP port opens only after the weights are loaded" % where,

@@ -18,7 +18,6 @@ import ipaddress
 import json
 import math
 import re
-import socket
 import ssl
 import time
 from urllib import error as urlerror
@@ -26,13 +25,14 @@ from urllib import parse as urlparse
 from urllib import request as urlrequest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
-from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS, OptionError, UrlError, check_api_key, parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import (
+    MAX_SECONDS, SNIPPET_CHARS, OptionError, UrlError, check_api_key, describe_failure, parse_base_url, seconds_text, snippet)
 
 DEFAULT_URL = "http://127.0.0.1:30000"
 DEFAULT_TIMEOUT = 10.0
 MAX_BODY_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 64 * 1024
-SNIPPET_CHARS = 200
+
 # Deeper JSON than this is cut (SGLang answers are a few levels deep).
 MAX_DEPTH = 64
 MAX_METRIC_SAMPLES = 20000
@@ -115,37 +115,6 @@ def _opener(base, validate_certs, use_proxy):
     return urlrequest.build_opener(*handlers)
 
 
-def _reason_text(reason):
-    if isinstance(reason, OSError) and reason.strerror:
-        return reason.strerror
-    return str(reason) or type(reason).__name__
-
-
-def _classify_os_error(exc, url, host, port, timeout):
-    """Map a transport exception (possibly wrapped in URLError) to a FetchError."""
-    reason = exc.reason if isinstance(exc, urlerror.URLError) else exc
-    where = "%s:%s" % (host, port)
-    if isinstance(reason, (socket.timeout, TimeoutError)):
-        return FetchError("timeout", "no answer from %s within %ss: the server may be busy (long prefill, CUDA graph "
-                                     "capture) or hung; raise timeout or check the service" % (url, _num(timeout)))
-    if isinstance(reason, ConnectionRefusedError):
-        return FetchError("refused", "connection refused at %s: is the SGLang service running and listening on this "
-                                     "host and port (--host/--port)? During startup the HTTP port opens only after the "
-                                     "weights are loaded" % where)
-    if isinstance(reason, ssl.SSLError):
-        return FetchError("tls", "TLS error talking to %s (%s): use the scheme the server speaks (http or https), fix "
-                                 "its certificate, or set validate_certs to false for a self-signed certificate"
-                          % (where, _reason_text(reason)))
-    if isinstance(reason, socket.gaierror):
-        return FetchError("unreachable", "cannot resolve host %r (%s): fix the host name in url" % (host, _reason_text(reason)))
-    return FetchError("unreachable", "cannot reach %s (%s): check the host, the port, routing and firewalls"
-                      % (where, _reason_text(reason)))
-
-
-def _num(value):
-    return ("%g" % value) if isinstance(value, float) else str(value)
-
-
 def _read_body(resp, deadline, max_bytes, url, timeout):
     # read1 returns what has arrived, so a slowly trickling answer meets the deadline check
     read = getattr(resp, "read1", resp.read)
@@ -153,7 +122,7 @@ def _read_body(resp, deadline, max_bytes, url, timeout):
     while True:
         if time.monotonic() > deadline:
             raise FetchError("timeout", "%s did not finish its answer within %ss: raise timeout or check the service"
-                             % (url, _num(timeout)))
+                             % (url, seconds_text(timeout)))
         chunk = read(READ_CHUNK)
         if not chunk:
             return b"".join(chunks)
@@ -195,54 +164,12 @@ def http_call(base, path, method, payload=None, api_key=None, timeout=DEFAULT_TI
             ctype = resp.headers.get("Content-Type", "") or ""
         finally:
             resp.close()
-    except urlerror.HTTPError as exc:
-        try:
-            snippet = exc.read(4096)
-        except (OSError, http.client.HTTPException):
-            snippet = b""
-        finally:
-            exc.close()
-        raise _http_status_error(exc.code, url, snippet, api_key)
     except FetchError:
         raise
-    except urlerror.URLError as exc:
-        raise _classify_os_error(exc, url, host, port, timeout)
-    except (socket.timeout, TimeoutError) as exc:
-        raise _classify_os_error(exc, url, host, port, timeout)
-    except http.client.HTTPException as exc:
-        raise FetchError("http_error", "%s did not answer with valid HTTP (%s): check that url points at the SGLang "
-                                       "HTTP port and uses the right scheme" % (url, type(exc).__name__))
-    except OSError as exc:
-        raise _classify_os_error(exc, url, host, port, timeout)
+    except (urlerror.URLError, OSError, http.client.HTTPException) as exc:  # HTTPError is a URLError
+        kind, msg, status = describe_failure(exc, url, host, port, timeout, api_key)
+        raise FetchError(kind, msg, status)
     return status, body, ctype
-
-
-def _snippet(body, api_key=None):
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-    text = " ".join(text.split())
-    text = _redact.redact_text(text, [api_key] if api_key else ())
-    return text[:SNIPPET_CHARS]
-
-
-def _http_status_error(code, url, body, api_key):
-    if code in (401, 403):
-        if api_key:
-            msg = ("HTTP %d from %s: the server rejected the API key: set api_key to the value of the server's --api-key"
-                   % (code, url))
-        else:
-            msg = "HTTP %d from %s: the server requires an API key (--api-key): set api_key" % (code, url)
-        return FetchError("unauthorized", msg, code)
-    if code == 503:
-        return FetchError("loading", "HTTP 503 from %s: the server is still starting (loading weights, capturing CUDA "
-                                     "graphs, warming up) or shutting down: wait until GET /health_generate answers "
-                                     "200 and retry" % url, code)
-    if code == 404:
-        return FetchError("not_found", "HTTP 404 from %s" % url, code)
-    if 300 <= code < 400:
-        return FetchError("http_error", "HTTP %d redirect from %s: redirects are not followed (they would carry the API "
-                                        "key elsewhere); point url at the SGLang server itself" % (code, url), code)
-    snippet = _snippet(body, api_key)
-    return FetchError("http_error", "HTTP %d from %s%s" % (code, url, (": " + snippet) if snippet else ""), code)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +187,7 @@ def parse_json_object(body, url, api_key=None):
         raise FetchError("not_json", "%s answered with JSON nested too deeply to be an SGLang answer; check url" % url)
     except ValueError:
         raise FetchError("not_json", "%s answered with a body that is not JSON (%r): the port may belong to another "
-                                     "service or a proxy answered; check url" % (url, _snippet(body, api_key)))
+                                     "service or a proxy answered; check url" % (url, snippet(body, api_key)))
     if not isinstance(data, dict):
         raise FetchError("not_json", "%s answered with JSON %s instead of an object: this is not an SGLang answer; "
                                      "check url" % (url, type(data).__name__))
