@@ -15,6 +15,14 @@ if (_COLLECTIONS / "ansible_collections" / "llmops" / "sglang").exists():
     sys.path.insert(0, str(_COLLECTIONS))
 
 FIXTURES = ROOT / "tests" / "fixtures"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import sglang_source  # noqa: E402  pylint: disable=wrong-import-position
+
+
+@pytest.fixture(scope="session")
+def sglang_python():
+    """The interpreter of the real SGLang 0.5.23 (the oracle): its absence fails the test, naming the fix."""
+    return sglang_source.python()
 
 
 @pytest.fixture(scope="session")

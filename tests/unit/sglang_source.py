@@ -5,8 +5,9 @@
 """SGLang 0.5.23's own source, read with ``ast`` (never imported): the oracle for what the collection and its
 simulator believe SGLang prints, answers and decides.
 
-The package lies in the venv made by ``tests/lab/bin/make-sglang-venv .cache/sglang-venv`` (or the one whose
-interpreter $LLMOPS_SGLANG_PYTHON names). Without it the tests that need it skip locally and fail in CI.
+The package lies in the venv made by ``tests/lab/bin/make-sglang-venv .cache/sglang-venv`` (``make setup`` makes it),
+or the one whose interpreter $LLMOPS_SGLANG_PYTHON names. Without it the tests that need it fail, naming the fix:
+a missing oracle is an error, never a skip.
 """
 
 import ast
@@ -24,16 +25,28 @@ CHECKED_RELEASE = "0.5.23"
 _PERCENT_RE = re.compile(r"%(?:\([^)]*\))?(?:\.(\d+))?([sdrf])")
 
 
+def python():
+    """The interpreter of the venv holding the real SGLang."""
+    path = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
+    if not os.path.exists(path):
+        pytest.fail("no SGLang interpreter at %s: run make setup (tests/lab/bin/make-sglang-venv .cache/sglang-venv) "
+                    "or set LLMOPS_SGLANG_PYTHON" % path)
+    return path
+
+
+def python_env(path):
+    """Environment for running SGLang's model-config code with ``path``: make-sglang-venv keeps the torchvision those
+    imports need beside the venv (a CUDA torchvision cannot load next to the CPU torch), or None."""
+    no_ops = os.path.join(os.path.dirname(os.path.dirname(path)), "torchvision-no-ops")
+    return {"PYTHONPATH": no_ops} if os.path.isdir(no_ops) else None
+
+
 def srt_dir():
-    """sglang/srt of the installed SGLang 0.5.23 (skips locally, fails in CI, when it is not there)."""
-    python = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
-    venv = pathlib.Path(python).parents[1]
+    """sglang/srt of the installed SGLang 0.5.23."""
+    venv = pathlib.Path(python()).parents[1]
     found = sorted(glob.glob(str(venv / "lib" / "python3*" / "site-packages" / "sglang")))
     if not found:
-        why = "no SGLang package under %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % venv
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        pytest.fail("no SGLang package under %s: run make setup (tests/lab/bin/make-sglang-venv .cache/sglang-venv)" % venv)
     site = pathlib.Path(found[-1]).parent
     versions = [p.name[len("sglang-"):-len(".dist-info")] for p in site.glob("sglang-*.dist-info")]
     assert versions == [CHECKED_RELEASE], "these tests read SGLang %s; the venv holds %s" % (CHECKED_RELEASE, versions)

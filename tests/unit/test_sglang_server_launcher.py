@@ -138,15 +138,9 @@ print("launch_command: " + args.launch_command)
 """
 
 
-def test_sglang_0_5_23_parser_gets_the_key_through_the_launcher(tmp_path):
-    python = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
-    if not os.path.exists(python):
-        why = "no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % python
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+def test_sglang_0_5_23_parser_gets_the_key_through_the_launcher(tmp_path, sglang_python):
     proc = launch(["-c", SGLANG_PARSE, "--model-path", "/models/Qwen3.5-397B-A17B-NVFP4", "--tp-size", "8", "--api-key", WORD],
-                  tmp_path, python=python, timeout=600)
+                  tmp_path, python=sglang_python, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     import hashlib  # pylint: disable=import-outside-toplevel
 

@@ -21,6 +21,8 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
 
+import sglang_source  # tests/unit/sglang_source.py, on sys.path through tests/unit/conftest.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 SHAPES = ROOT / "tests" / "fixtures" / "checkpoint-shapes"
 SHAPE_DIRS = sorted(p for p in SHAPES.iterdir() if p.is_dir())
@@ -37,18 +39,8 @@ def model_answer(directory):
 
 
 @pytest.fixture(scope="module")
-def sglang_answers():
-    python = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
-    if not os.path.exists(python):
-        why = ("no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv "
-               "(or set LLMOPS_SGLANG_PYTHON)" % python)
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    # make-sglang-venv keeps torchvision (needed by SGLang's config imports) beside the venv, see there
-    no_ops = os.path.join(os.path.dirname(os.path.dirname(python)), "torchvision-no-ops")
-    env = {"PYTHONPATH": no_ops} if os.path.isdir(no_ops) else None
-    result = ka.run_probe(python, [str(p) for p in SHAPE_DIRS], timeout=600, env=env)
+def sglang_answers(sglang_python):
+    result = ka.run_probe(sglang_python, [str(p) for p in SHAPE_DIRS], timeout=600, env=sglang_source.python_env(sglang_python))
     assert result["sglang_version"] == ka.SGLANG_VERSION
     return dict((os.path.basename(a["path"]), a) for a in result["answers"])
 

@@ -152,14 +152,8 @@ json.dump(result, sys.stdout)
 
 
 @pytest.fixture(scope="module")
-def sglang_parser():
-    python = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
-    if not os.path.exists(python):
-        why = "no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % python
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    proc = subprocess.run([python, "-c", SGLANG_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600, check=False)
+def sglang_parser(sglang_python):
+    proc = subprocess.run([sglang_python, "-c", SGLANG_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return json.loads(proc.stdout)
 

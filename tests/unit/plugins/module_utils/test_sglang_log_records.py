@@ -12,7 +12,6 @@ into the real logs of the answer key.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 
@@ -55,18 +54,8 @@ def _inject(data, block, every):
     return b"\n".join(out)
 
 
-def _sglang_python():
-    path = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
-    if not os.path.exists(path):
-        why = "no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % path
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return path
-
-
-def test_client_lines_fixture_is_what_sglang_and_uvicorn_write():
-    out = subprocess.run([_sglang_python(), str(HERE / "sglang_client_lines.py")], stdout=subprocess.PIPE,
+def test_client_lines_fixture_is_what_sglang_and_uvicorn_write(sglang_python):
+    out = subprocess.run([sglang_python, str(HERE / "sglang_client_lines.py")], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, timeout=300, check=False)
     assert out.returncode == 0, out.stderr.decode("utf-8", "replace")[-3000:]
     assert out.stdout.decode("utf-8") == CLIENT_LINES.read_text(encoding="utf-8")

@@ -12,6 +12,8 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.modules import checkpoint_info, kv_cache_budget
 
+import sglang_source  # tests/unit/sglang_source.py, on sys.path through tests/unit/conftest.py
+
 LAB = "qwen3.5-397b-a17b-nvfp4"
 SHARD3 = "model-00003-of-00004.safetensors"
 
@@ -187,22 +189,10 @@ def test_adhoc_run_through_ansible(lab, tmp_path):
 # --- the installed SGLang's own answer (sglang_python) ------------------------------------------
 
 
-def _sglang_python():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-    path = os.environ.get("LLMOPS_SGLANG_PYTHON") or os.path.join(root, ".cache", "sglang-venv", "bin", "python")
-    if not os.path.exists(path):
-        why = "no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv" % path
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return path
-
-
-def test_sglang_answers_next_to_the_model(fixtures_dir, capsys, monkeypatch):
-    python = _sglang_python()
-    no_ops = os.path.join(os.path.dirname(os.path.dirname(python)), "torchvision-no-ops")
-    if os.path.isdir(no_ops):
-        monkeypatch.setenv("PYTHONPATH", no_ops)
+def test_sglang_answers_next_to_the_model(fixtures_dir, capsys, monkeypatch, sglang_python):
+    python = sglang_python
+    for key, value in (sglang_source.python_env(python) or {}).items():
+        monkeypatch.setenv(key, value)
     shape = str(fixtures_dir / "checkpoint-shapes" / "r07-lab-nvfp4-flat-nokv")
     result = run(checkpoint_info, {"path": shape, "sglang_python": python}, capsys)
     assert not result.get("failed"), result.get("msg")

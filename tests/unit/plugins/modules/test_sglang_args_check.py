@@ -41,18 +41,6 @@ def with_flag(args, flag, value):
     return out
 
 
-@pytest.fixture(scope="session")
-def sglang_python():
-    path = os.environ.get("LLMOPS_SGLANG_PYTHON") or str(ROOT / ".cache" / "sglang-venv" / "bin" / "python")
-    if not os.path.exists(path):
-        why = ("no SGLang interpreter at %s: run tests/lab/bin/make-sglang-venv .cache/sglang-venv "
-               "(or set LLMOPS_SGLANG_PYTHON)" % path)
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return path
-
-
 def run(params, capsys, check_mode=False):
     """The module's main() as Ansible runs it; returns the JSON it printed (exit_json or fail_json)."""
     if check_mode:
