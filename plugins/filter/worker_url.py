@@ -50,7 +50,7 @@ _value:
   type: str
 """
 
-from ansible_collections.llmops.sglang.plugins.module_utils._router_workers import worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import worker_url
 
 
 class FilterModule(object):

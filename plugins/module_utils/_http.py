@@ -16,6 +16,7 @@ Standard library only, Python 3.9+.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import socket
 import ssl
 from urllib import error as urlerror
@@ -113,6 +114,48 @@ def host_url(host, port, scheme="http"):
     if ":" in host and not host.startswith("["):
         host = "[%s]" % host
     return "%s://%s:%s" % (scheme, host, port)
+
+
+# Bind addresses that say "every interface": where a server listens, not an address to reach it at.
+WILDCARDS = ("", "0.0.0.0", "::", "[::]")
+
+
+def _bare(host):
+    host = "" if host is None else str(host).strip()
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def is_loopback(host):
+    """True when an address (bind or URL host) is reachable from its own host only: 127.0.0.0/8, ::1 (also
+    IPv4-mapped), localhost. A wildcard, a name or any other address is not."""
+    host = _bare(host)
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        addr = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return bool(addr.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def local_url(bind, port, scheme="http"):
+    """The URL a check on the server's own host uses for a server bound to ``bind``: a wildcard is probed on
+    loopback of its family (``0.0.0.0`` -> 127.0.0.1, ``::`` -> [::1]), ``localhost`` on 127.0.0.1 (what the
+    server bound), any other address as it is, IPv6 in brackets."""
+    host = _bare(bind)
+    if host in ("", "0.0.0.0") or host.lower() == "localhost":
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return host_url(host, port, scheme)
+
+
+def worker_url(bind, port, fallback, scheme="http"):
+    """The URL other hosts (routers) use for a server: its bind address, or ``fallback`` (ansible_host) for a
+    wildcard bind."""
+    host = _bare(bind)
+    return host_url(str(fallback) if host in WILDCARDS else host, port, scheme)
 
 
 # ---------------------------------------------------------------------------------------------

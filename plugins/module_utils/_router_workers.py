@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from urllib import parse as urlparse
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key, host_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
     ServerInfoError,
@@ -27,7 +27,6 @@ from ansible_collections.llmops.sglang.plugins.module_utils._server_info import 
     parse_json_object,
 )
 
-WILDCARDS = ("", "0.0.0.0", "::", "[::]")
 IN_FLIGHT_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
 # A router that does not answer routes nothing: there is nothing to take this server out of.
 DOWN = ("refused", "unreachable")
@@ -35,14 +34,6 @@ DOWN = ("refused", "unreachable")
 
 class RouterError(Exception):
     """A router answered, but not as this module needs; the message names the router and the fix."""
-
-
-def worker_url(bind, port, fallback, scheme="http"):
-    """The URL routers use for a server: its bind address, or ``fallback`` (ansible_host) for a wildcard bind."""
-    addr = "" if bind is None else str(bind)
-    if addr in WILDCARDS:
-        addr = str(fallback)
-    return host_url(addr, port, scheme)
 
 
 def url_key(url):

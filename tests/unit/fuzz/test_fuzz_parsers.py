@@ -222,7 +222,7 @@ def test_router_workers(request):
         workers = clean(lambda: rw.workers_of(listing, "http://r:1"), rw.RouterError)
         if clean(lambda: rw.url_key(url), si.ServerInfoError) is not None and workers is not None:
             rw.matching(workers, url)
-        rw.worker_url(bind, port, "10.0.0.11")
+        _http.worker_url(bind, port, "10.0.0.11")
         worker_url_filter.FilterModule().filters()["worker_url"](bind, port, "gpu-01")
         rw.in_flight(si.parse_prometheus(metrics)["metrics"])
     fuzz(request, lambda m: (m.json(ROUTER), m.pick(("http://127.0.0.1:30000", "http://[fd00::11]:30000", "HTTP://LOCALHOST:1/",

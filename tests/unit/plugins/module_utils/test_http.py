@@ -71,6 +71,42 @@ def test_host_url_brackets_ipv6(host, port, url):
     assert _http.parse_base_url(url)[2] == port
 
 
+@pytest.mark.parametrize("bind,port,fallback,url", [
+    ("0.0.0.0", 30000, "10.0.0.11", "http://10.0.0.11:30000"),
+    ("[::]", 30002, "gpu-01", "http://gpu-01:30002"),
+    ("::", 30001, "fd00::11", "http://[fd00::11]:30001"),
+    ("", 30000, "gpu-01", "http://gpu-01:30000"),
+    (None, 30000, "gpu-01", "http://gpu-01:30000"),
+    ("10.0.0.12", 8000, "gpu-01", "http://10.0.0.12:8000"),
+    ("fd00::12", 8000, "gpu-01", "http://[fd00::12]:8000"),
+])
+def test_worker_url_is_where_routers_reach_the_server(bind, port, fallback, url):
+    assert _http.worker_url(bind, port, fallback) == url
+
+
+@pytest.mark.parametrize("bind,url", [
+    ("127.0.0.1", "http://127.0.0.1:30000"), ("0.0.0.0", "http://127.0.0.1:30000"), ("", "http://127.0.0.1:30000"),
+    (None, "http://127.0.0.1:30000"), ("localhost", "http://127.0.0.1:30000"), ("::", "http://[::1]:30000"),
+    ("[::]", "http://[::1]:30000"), ("::1", "http://[::1]:30000"),
+    # an IPv6 bind is bracketed: "http://fd00::11:30000" is a URL with an invalid port
+    ("fd00::11", "http://[fd00::11]:30000"), ("[fd00::11]", "http://[fd00::11]:30000"),
+    ("10.0.0.11", "http://10.0.0.11:30000"), ("gpu-01", "http://gpu-01:30000"),
+])
+def test_local_url_is_what_a_check_on_the_host_reaches(bind, url):
+    assert _http.local_url(bind, 30000) == url
+    assert _http.parse_base_url(url)[2] == 30000
+
+
+@pytest.mark.parametrize("host,loopback", [
+    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("LocalHost.", True), ("::ffff:127.0.0.1", True),
+    ("0.0.0.0", False), ("::", False), ("", False), (None, False), ("10.0.0.11", False), ("fd00::11", False),
+    ("127.example.org", False), ("localhost.example.org", False), ("gpu-01", False),
+])
+def test_is_loopback(host, loopback):
+    assert _http.is_loopback(host) is loopback
+
+
 class _Answer(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (http.server's name)
         code = int(self.path.strip("/"))

@@ -26,18 +26,6 @@ KEY = "sk-router-test-5d1e"
 LISTING = json.loads((pathlib.Path(__file__).resolve().parents[3] / "fixtures" / "router" / "workers-0.3.2.json").read_text())
 
 
-@pytest.mark.parametrize("bind,port,fallback,url", [
-    ("0.0.0.0", 30000, "10.0.0.11", "http://10.0.0.11:30000"),
-    ("::", 30001, "fd00::11", "http://[fd00::11]:30001"),
-    ("", 30000, "gpu-01", "http://gpu-01:30000"),
-    (None, 30000, "gpu-01", "http://gpu-01:30000"),
-    ("10.0.0.12", 8000, "gpu-01", "http://10.0.0.12:8000"),
-    ("fd00::12", 8000, "gpu-01", "http://[fd00::12]:8000"),
-])
-def test_worker_url_is_where_routers_reach_the_server(bind, port, fallback, url):
-    assert rw.worker_url(bind, port, fallback) == url
-
-
 def test_matching_on_the_real_listing():
     dead, alive = LISTING["workers"]
     assert not dead["is_healthy"] and alive["is_healthy"]
