@@ -314,3 +314,15 @@ def test_the_role_rules_are_the_ones_the_checks_read():
     rules = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["_audit_log_rules"]
     assert tuple(r["id"] for r in rules) == _audit.INTERNAL_RULES
     assert all(r["severity"] == "info" for r in rules)
+
+
+def test_a_check_that_could_not_run_makes_the_host_warn(lab):
+    """au-bf16 with the server unreachable: the guard passes, nothing warns, but speculative decoding is unknown."""
+    facts = lab("au-bf16")
+    facts["server"] = {"changed": False, "errors": ["server_info: connection refused"], "server_info": None}
+    result = _audit.audit(facts, SETTINGS)
+    assert [s for s in statuses(result).values() if s not in ("ok", "n/a", "info")] == ["unknown"]
+    assert result["verdict"] == "WARN"
+    assert result["report"]["deployment"]["server_errors"] == ["server_info: connection refused"]
+    # the context length falls back to the checkpoint's, the pool size to the log's
+    assert by_id(result)["context_capacity"]["short"] == "262144/1730566"
