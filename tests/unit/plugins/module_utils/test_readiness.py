@@ -11,6 +11,7 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as r
+from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import PHASES
 
 UNIT = "sglang-qwen.service"
@@ -100,9 +101,7 @@ def logs(fixtures_dir):
 # small helpers
 
 
-def test_parse_show_and_timespans():
-    assert r.parse_show("ActiveState=active\nExecStart={ path=/x ; argv[]=/x a=b }\n") == {
-        "ActiveState": "active", "ExecStart": "{ path=/x ; argv[]=/x a=b }"}
+def test_timespans():
     assert r.parse_timespan("1min 30s") == 90.0
     assert r.parse_timespan("500ms") == 0.5
     assert r.parse_timespan("5s") == 5.0
@@ -450,12 +449,12 @@ def test_each_poll_reads_only_the_new_journal_with_bounded_memory(logs):
     assert tracker.bytes == len(start) + 96 * len(noise)
 
 
-def test_stream_command_reads_a_real_journalctl_like_process(tmp_path):
+def test_the_journal_streams_from_a_real_journalctl_like_process(tmp_path):
     script = tmp_path / "journalctl"
     script.write_text("#!/bin/sh\nprintf '[2026-11-30 12:00:00 TP0] Load weight begin. avail mem=1.00 GB\\n'\n"
                       "printf '%s\\n' \"-- cursor: s=ab;i=2\"\necho \"$@\" >&2\nexit 0\n")
     script.chmod(0o755)
-    tracker = r.JournalTracker(r.stream_command, str(script), "a" * 32)
+    tracker = r.JournalTracker(stream, str(script), "a" * 32)
     tracker.update()
     assert tracker.cursor == "s=ab;i=2" and tracker.phase == "loading_weights" and tracker.error is None
 
