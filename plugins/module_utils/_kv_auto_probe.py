@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Ask the installed SGLang what ``--kv-cache-dtype auto`` becomes for checkpoint directories.
 
-This file is not imported for its functions: its source is sent to the SGLang install's interpreter
-(``python -c SOURCE``, the request on stdin) by ``_kv_auto.run_probe``. It runs SGLang's own code path,
+This file is not imported for its functions (``_kv_auto`` imports it for MARKER alone): its source is sent to
+the SGLang install's interpreter (``python -c SOURCE``, the request on stdin) by ``_kv_auto.run_probe``. It runs SGLang's own code path,
 the one the server runs at start: ``ModelConfig`` (which quantization method the checkpoint selects),
 ``model_loader.weight_utils.get_quant_config`` (which file and which config class) and
 ``mem_cache.kv_cache_dtype.configure_kv_cache_dtype`` (what ``auto`` becomes). Nothing is loaded
