@@ -418,8 +418,8 @@ def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None)
         raise ProbeError("SGLang interpreter %s is not an executable file" % python)
     try:
         result, rc, printed = ask_python(python, probe_source(), json.dumps({"paths": list(paths)}), PROBE_MARKER, timeout,
-                                        env=dict({"HF_HUB_OFFLINE": "1"}, **(env or {})), max_bytes=max_output,
-                                        timeout_fix="raise sglang_timeout")
+                                         env=dict({"HF_HUB_OFFLINE": "1"}, **(env or {})), max_bytes=max_output,
+                                         timeout_fix="raise sglang_timeout")
     except NoAnswer as exc:
         raise ProbeError(str(exc))
     if not isinstance(result, dict):

@@ -195,8 +195,8 @@ def main():
         namespace, extras = parser.parse_known_args(ok_tokens)
     except (ParseFailure, argparse.ArgumentError) as exc:
         message = getattr(exc, "message", None) or str(exc)
-        missing = [canonical(a) for a in required if not any(o in ok_tokens or any(t.startswith(o + "=") for t in ok_tokens)
-                                                               for o in a.option_strings)]
+        missing = [canonical(a) for a in required
+                   if not any(o in ok_tokens or any(t.startswith(o + "=") for t in ok_tokens) for o in a.option_strings)]
         errors.append({"flag": missing[0] if missing else None, "option": missing[0] if missing else None, "value": None,
                        "choices": None, "close_matches": [], "kind": "missing_required" if missing else "invalid_value",
                        "problem": message})
