@@ -29,7 +29,7 @@ import json
 import os
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto_probe
-from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, NoAnswer, ask_python, module_source
+from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, NoAnswer, ask_python
 
 SGLANG_VERSION = "0.5.23"
 CONFIG_JSON = "config.json"
@@ -51,7 +51,6 @@ CONFIG_CLASSES = {
 MODELOPT_FILE_CLASSES = ("ModelOptFp8Config", "ModelOptFp4Config", "ModelOptMixedPrecisionConfig")
 NVFP4_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")
 DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32", "float": "float32"}
-PROBE_MARKER = _kv_auto_probe.MARKER
 
 
 class Refused(Exception):
@@ -399,11 +398,6 @@ class ProbeError(Exception):
     """The installed SGLang could not be asked (interpreter missing, sglang not importable, no answer)."""
 
 
-def probe_source():
-    """Source of the probe script (a real module file of this collection, also inside AnsiballZ)."""
-    return module_source(_kv_auto_probe)
-
-
 def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None):
     """SGLang's answers for checkpoint directories, from ``python`` (the SGLang install's interpreter).
 
@@ -417,7 +411,7 @@ def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None)
     if os.path.isdir(python) or not os.access(python, os.X_OK):
         raise ProbeError("SGLang interpreter %s is not an executable file" % python)
     try:
-        result, rc, printed = ask_python(python, probe_source(), json.dumps({"paths": list(paths)}), PROBE_MARKER, timeout,
+        result, rc, printed = ask_python(python, _kv_auto_probe, json.dumps({"paths": list(paths)}), timeout,
                                          env=dict({"HF_HUB_OFFLINE": "1"}, **(env or {})), max_bytes=max_output,
                                          timeout_fix="raise sglang_timeout")
     except NoAnswer as exc:

@@ -204,15 +204,17 @@ def read_marker(stdout, marker):
     return answer
 
 
-def ask_python(python, source, request, marker, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES,
-               timeout_fix="raise the timeout"):
-    """Run ``python -c source`` with request (text) on stdin; returns (answer, rc, printed): answer is the JSON of
-    its marker line or None, printed its stderr (its stdout when stderr is empty) to show when there is no answer.
-    Bytecode is never written (a read-only look into someone's install).
+def ask_python(python, script, request, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, timeout_fix="raise the timeout"):
+    """Run a script module of this collection (one that ends in ``answer(main, MARKER)``) with ``python -c``, the
+    source of ``_script_answer`` sent ahead of its own and request (text) on stdin. Bytecode is never written (a
+    read-only look into someone's install).
 
-    Raises NoAnswer naming the cause when the interpreter cannot be run, runs past timeout (then ``timeout_fix``
-    says what to raise) or prints more than max_bytes.
+    Returns (answer, rc, printed): answer is the JSON of its MARKER line or None, printed its stderr (its stdout when
+    stderr is empty) to show when there is no answer. Raises NoAnswer naming the cause when the interpreter cannot
+    be run, runs past timeout (then ``timeout_fix`` says what to raise) or prints more than max_bytes.
     """
+    from ansible_collections.llmops.sglang.plugins.module_utils import _script_answer
+    source = module_source(_script_answer) + "\n\n" + module_source(script)
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     rc, stdout, stderr, timed_out, not_found = run_bounded([python, "-c", source], timeout, env=env, max_bytes=max_bytes,
                                                            input=request)
@@ -223,4 +225,4 @@ def ask_python(python, source, request, marker, timeout, env=None, max_bytes=MAX
         raise NoAnswer("cannot run %s: %s" % (python, stderr))
     if rc is None:
         raise NoAnswer(stderr.splitlines()[0])
-    return read_marker(stdout, marker), rc, stderr if stderr.strip() else stdout
+    return read_marker(stdout, script.MARKER), rc, stderr if stderr.strip() else stdout

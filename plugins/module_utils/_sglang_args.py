@@ -28,7 +28,7 @@ import re
 import shutil
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact, _sglang_args_checker
-from ansible_collections.llmops.sglang.plugins.module_utils._process import NoAnswer, ask_python, module_source
+from ansible_collections.llmops.sglang.plugins.module_utils._process import NoAnswer, ask_python
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args_checker import looks_like_flag, split_flag
 
 MASK = _redact.MASK
@@ -135,7 +135,7 @@ def run_check(python, args, timeout=120):
     path = find_python(python)
     # a read-only check: leave no .pyc files in the SGLang install
     try:
-        result, rc, printed = ask_python(path, module_source(_sglang_args_checker), build_payload(args), RESULT_MARKER, timeout)
+        result, rc, printed = ask_python(path, _sglang_args_checker, build_payload(args), timeout)
     except NoAnswer as exc:
         raise SglangArgsError(mask(str(exc), known_secrets))
     if not _checker_shaped(result):

@@ -8,7 +8,7 @@
 the request on stdin: the arguments never show on a command line). It builds
 ``ServerArgs.add_cli_args(argparse.ArgumentParser())`` and parses the arguments one flag group at a time, so
 every bad flag is reported; nothing is launched. It prints one line, ``MARKER<json>``, on stdout; whatever
-SGLang prints goes to stderr.
+SGLang prints goes to stderr (``_script_answer``).
 
 ``_sglang_args`` imports it only for what both sides must agree on (MARKER, how a flag token is split and
 told from a value). Python 3.9+, standard library and SGLang only: no import of this collection.
@@ -16,9 +16,12 @@ told from a value). Python 3.9+, standard library and SGLang only: no import of 
 
 import argparse
 import difflib
-import json
 import re
-import sys
+
+try:
+    from ansible_collections.llmops.sglang.plugins.module_utils._script_answer import answer
+except ImportError:
+    pass  # in SGLang's interpreter, where ask_python sent _script_answer's source ahead of this one
 
 MARKER = "LLMOPS_SGLANG_ARGS_CHECK_RESULT="
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -52,27 +55,19 @@ def plain(value):
     return repr(value)
 
 
-def main():
-    payload = json.loads(sys.stdin.read())
+def main(payload, result):
+    """The check of payload's args, added to result (which answer() prints)."""
     args = [str(a) for a in payload["args"]]
     secret_words = payload["secret_words"]
     renames = payload["renames"]
     mask = payload["mask"]
-    out = sys.stdout
-    sys.stdout = sys.stderr          # whatever sglang prints stays off the result channel
-    result = {"python_version": "%d.%d.%d" % tuple(sys.version_info[:3])}
-
-    def emit():
-        out.write(MARKER + json.dumps(result) + "\n")
-        out.flush()
 
     try:
         import sglang
         from sglang.srt.server_args import ServerArgs
     except (Exception, SystemExit) as exc:
         result["import_error"] = "%s: %s" % (type(exc).__name__, exc)
-        emit()
-        return
+        return result
     version = getattr(sglang, "__version__", None)
     if not version:
         try:
@@ -91,8 +86,7 @@ def main():
         ServerArgs.add_cli_args(parser)
     except (Exception, SystemExit) as exc:
         result["parser_error"] = "%s: %s" % (type(exc).__name__, exc)
-        emit()
-        return
+        return result
 
     by_option = dict(parser._option_string_actions)
     long_options = sorted(o for o in by_option if o.startswith("--"))
@@ -208,8 +202,8 @@ def main():
         for dest in explicit:
             parsed[dest] = mask if dest in secret_dests else plain(getattr(namespace, dest, None))
     result.update({"errors": errors, "parsed": parsed, "deprecated": deprecated, "secret_positions": secret_positions})
-    emit()
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    answer(main, MARKER)

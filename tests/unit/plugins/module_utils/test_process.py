@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import stat
 import sys
 import time
@@ -98,22 +99,58 @@ def test_a_failing_sink_leaves_no_program_behind(tmp_path):
     assert gone(int((tmp_path / "pid").read_text()))
 
 
-def test_ask_python_reads_the_last_marker_line():
-    source = ("import json, sys\nreq = json.loads(sys.stdin.read())\nprint('M=' + json.dumps({'n': 1}))\n"
-              "print('noise', file=sys.stderr)\nprint('M=' + json.dumps({'n': req['n'] + 1}))\n")
-    answer, rc, printed = _process.ask_python(sys.executable, source, '{"n": 41}', "M=", 60)
-    assert answer == {"n": 42} and rc == 0 and printed == "noise\n"
-    answer, rc, printed = _process.ask_python(sys.executable, "print('M=not json')", "", "M=", 60)
+ECHO_SCRIPT = """
+import sys
+
+try:
+    from ansible_collections.llmops.sglang.plugins.module_utils._script_answer import answer
+except ImportError:
+    pass
+
+MARKER = "M="
+
+
+def main(request, result):
+    print("noise from a library")
+    print("noise on stderr", file=sys.stderr)
+    result["n"] = request["n"] + 1
+    return result
+
+
+if __name__ == "__main__":
+    answer(main, MARKER)
+"""
+
+
+def script_module(tmp_path, source):
+    path = tmp_path / "echo_script.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("echo_script", str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ask_python_sends_the_answer_channel_ahead_of_the_script(tmp_path):
+    echo = script_module(tmp_path, ECHO_SCRIPT)
+    answer, rc, printed = _process.ask_python(sys.executable, echo, '{"n": 41}', 60)
+    assert answer["n"] == 42 and answer["python_version"].startswith("3.") and rc == 0
+    # what the libraries print goes to stderr: stdout holds the answer line alone
+    assert printed == "noise from a library\nnoise on stderr\n"
+    silent = script_module(tmp_path, "MARKER = 'M='\nprint('M=not json')\n")
+    answer, rc, printed = _process.ask_python(sys.executable, silent, "", 60)
     assert answer is None and printed == "M=not json\n"  # nothing on stderr: what it printed on stdout instead
 
 
 def test_ask_python_names_each_failure(tmp_path):
+    sleepy = script_module(tmp_path, "import time\nMARKER = 'M='\nif __name__ == '__main__':\n    time.sleep(30)\n")
     with pytest.raises(_process.NoAnswer, match="cannot run .*/nope: No such file"):
-        _process.ask_python(str(tmp_path / "nope"), "pass", "", "M=", 5)
+        _process.ask_python(str(tmp_path / "nope"), sleepy, "", 5)
     with pytest.raises(_process.NoAnswer, match="did not answer within 1 s .*raise sglang_timeout"):
-        _process.ask_python(sys.executable, "import time; time.sleep(30)", "", "M=", 1, timeout_fix="raise sglang_timeout")
+        _process.ask_python(sys.executable, sleepy, "", 1, timeout_fix="raise sglang_timeout")
+    loud = script_module(tmp_path, "MARKER = 'M='\nprint('x' * 5000)\n")
     with pytest.raises(_process.NoAnswer, match="printed more than 1000 bytes"):
-        _process.ask_python(sys.executable, "print('x' * 5000)", "", "M=", 30, max_bytes=1000)
+        _process.ask_python(sys.executable, loud, "", 30, max_bytes=1000)
 
 
 def test_module_source_is_the_file():
