@@ -37,7 +37,7 @@ from urllib import error as urlerror
 from urllib import request as urlrequest
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS, OptionError, check_api_key, describe_failure
-from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
+from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     FetchError,
     ServerInfoError,

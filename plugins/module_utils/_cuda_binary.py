@@ -38,7 +38,7 @@ import sysconfig
 import tempfile
 import zipfile
 
-from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
+from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
 NO_DEVICE_CODE = "does not contain device code"
 # Bounds (docs/security.md): a library taken out of a wheel (sgl-kernel's largest is about 1.5 GB), cuobjdump's

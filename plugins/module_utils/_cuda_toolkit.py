@@ -16,7 +16,7 @@ import re
 import shutil
 import tempfile
 
-from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import run_bounded
+from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
 DEFAULT_NVCC_DIRS = ("/usr/local/cuda/bin",)
 CACHE_FILE_PREFIX = "nvcc-arch-"

@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 import textwrap
 
+from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import normalize_compute_cap
+
 DEFAULT_EXPECTATIONS = {
     "gpu_count": 8,
     "compute_capability": "12.0",
@@ -52,31 +55,6 @@ _NEEDS_GPUS = ("gpu_count", "compute_capability", "driver_branch", "cuda_driver_
 
 class PreflightError(ValueError):
     """Bad expectations or waivers (the caller's input), with a message naming the fix."""
-
-
-def _version_tuple(text):
-    match = re.match(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$", str(text)) if text is not None else None
-    if not match:
-        return None
-    return tuple(int(g) for g in match.groups() if g is not None)
-
-
-def _cc_int(text):
-    match = re.match(r"^\s*(\d+)\.(\d)\s*$", str(text)) if text is not None else None
-    return int(match.group(1)) * 10 + int(match.group(2)) if match else None
-
-
-def _normalize_cc(value):
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return "%d.%d" % divmod(value, 10) if value >= 10 else "%d.0" % value
-    if isinstance(value, float):
-        return "%.1f" % value
-    text = str(value).strip()
-    if re.match(r"^\d+$", text):
-        return _normalize_cc(int(text))
-    return text if _cc_int(text) is not None else None
 
 
 def _gpu_list(indices):
@@ -139,11 +117,11 @@ def normalize_expectations(expectations):
     fraction = exp["min_free_fraction"]
     if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1):
         raise PreflightError("expectation min_free_fraction must be a number in (0, 1] (the server's --mem-fraction-static) or null, got %r" % (fraction,))
-    cc = _normalize_cc(exp["compute_capability"])
+    cc = normalize_compute_cap(exp["compute_capability"])
     if exp["compute_capability"] is not None and cc is None:
         raise PreflightError("expectation compute_capability must look like '12.0', got %r" % (exp["compute_capability"],))
     exp["compute_capability"] = cc
-    if exp["cuda_toolkit_min"] is not None and _version_tuple(exp["cuda_toolkit_min"]) is None:
+    if exp["cuda_toolkit_min"] is not None and version_tuple(exp["cuda_toolkit_min"]) is None:
         raise PreflightError("expectation cuda_toolkit_min must look like '12.8', got %r" % (exp["cuda_toolkit_min"],))
     if exp["cuda_toolkit_min"] is not None:
         exp["cuda_toolkit_min"] = str(exp["cuda_toolkit_min"])
@@ -268,7 +246,7 @@ def _check_driver_branch(c, gi, exp):
 
 def _toolkit_requirement(tk, exp):
     """The CUDA version the driver must support: the installed nvcc's release, else cuda_toolkit_min."""
-    if tk and tk.get("installed") and _version_tuple(tk.get("release")):
+    if tk and tk.get("installed") and version_tuple(tk.get("release")):
         return tk["release"], "nvcc %s" % tk["release"]
     if exp["cuda_toolkit_min"]:
         return exp["cuda_toolkit_min"], "cuda_toolkit_min"
@@ -282,10 +260,10 @@ def _check_cuda_driver_version(c, gi, tk, exp):
         c.add("cuda_driver_version", "skipped", found=found, message="no toolkit and no cuda_toolkit_min")
         return
     req = ">= %s (%s)" % (required, source)
-    if _version_tuple(found) is None:
+    if version_tuple(found) is None:
         c.add("cuda_driver_version", "fail", found="unknown", required=req,
               message="the nvidia-smi header shows no CUDA version", fix="run nvidia-smi and check its header")
-    elif _version_tuple(found)[:2] >= _version_tuple(required)[:2]:
+    elif version_tuple(found)[:2] >= version_tuple(required)[:2]:
         c.add("cuda_driver_version", "pass", found=found, required=req)
     else:
         c.add("cuda_driver_version", "fail", found="%s (driver %s)" % (found, gi.get("driver_version")), required=req,
@@ -305,7 +283,7 @@ def _check_cuda_toolkit(c, tk, exp):
               fix="install the CUDA toolkit %s (e.g. cuda-toolkit-13-0) or point the nvcc option at it" % req)
         return False
     release = tk.get("release")
-    if minimum and (_version_tuple(release) is None or _version_tuple(release) < _version_tuple(minimum)):
+    if minimum and (version_tuple(release) is None or version_tuple(release) < version_tuple(minimum)):
         c.add("cuda_toolkit", "fail", found="%s (%s)" % (release, tk.get("nvcc")), required=req,
               message="CUDA toolkit %s found, %s required" % (release, req),
               fix="install CUDA toolkit %s (sm_120a needs 12.8 or newer) and put its nvcc first" % req)

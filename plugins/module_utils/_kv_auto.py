@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import MAX_OUTPUT_BYTES, run_bounded
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto_probe
+from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, NoAnswer, ask_python
 
 SGLANG_VERSION = "0.5.23"
 CONFIG_JSON = "config.json"
@@ -50,7 +51,6 @@ CONFIG_CLASSES = {
 MODELOPT_FILE_CLASSES = ("ModelOptFp8Config", "ModelOptFp4Config", "ModelOptMixedPrecisionConfig")
 NVFP4_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")
 DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32", "float": "float32"}
-PROBE_MARKER = "LLMOPS_KV_AUTO_PROBE_RESULT="
 
 
 class Refused(Exception):
@@ -398,18 +398,6 @@ class ProbeError(Exception):
     """The installed SGLang could not be asked (interpreter missing, sglang not importable, no answer)."""
 
 
-def probe_source():
-    """Source of the probe script (a real module file of this collection, also inside AnsiballZ)."""
-    from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto_probe
-    loader = getattr(_kv_auto_probe, "__loader__", None)
-    if loader is not None and hasattr(loader, "get_source"):
-        source = loader.get_source(_kv_auto_probe.__name__)
-        if source:
-            return source
-    with open(_kv_auto_probe.__file__) as fh:
-        return fh.read()
-
-
 def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None):
     """SGLang's answers for checkpoint directories, from ``python`` (the SGLang install's interpreter).
 
@@ -422,25 +410,14 @@ def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None)
                          "install (for example /opt/sglang/venv/bin/python)" % python)
     if os.path.isdir(python) or not os.access(python, os.X_OK):
         raise ProbeError("SGLang interpreter %s is not an executable file" % python)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", HF_HUB_OFFLINE="1", **(env or {}))
-    rc, stdout, stderr, timed_out, not_found = run_bounded([python, "-c", probe_source()], timeout, env=env,
-                                                           max_bytes=max_output, input=json.dumps({"paths": list(paths)}))
-    if timed_out:
-        raise ProbeError("%s did not answer within %s s (importing SGLang is slow on a cold cache); raise "
-                         "sglang_timeout" % (python, timeout))
-    if not_found:
-        raise ProbeError("cannot run %s: %s" % (python, stderr))
-    if rc is None:
-        raise ProbeError(stderr.splitlines()[0])
-    result = None
-    for line in stdout.splitlines():
-        if line.startswith(PROBE_MARKER):
-            try:
-                result = json.loads(line[len(PROBE_MARKER):])
-            except ValueError:
-                result = None
+    try:
+        result, rc, printed = ask_python(python, _kv_auto_probe, json.dumps({"paths": list(paths)}), timeout,
+                                         env=dict({"HF_HUB_OFFLINE": "1"}, **(env or {})), max_bytes=max_output,
+                                         timeout_fix="raise sglang_timeout")
+    except NoAnswer as exc:
+        raise ProbeError(str(exc))
     if not isinstance(result, dict):
-        tail = "\n".join(stderr.strip().splitlines()[-8:])[-1500:]
+        tail = "\n".join(printed.strip().splitlines()[-8:])[-1500:]
         raise ProbeError("%s gave no answer (exit code %s); is it a Python 3.9+ interpreter? Last output: %s"
                          % (python, rc, tail))
     if "import_error" in result:

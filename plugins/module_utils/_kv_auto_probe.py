@@ -4,19 +4,23 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Ask the installed SGLang what ``--kv-cache-dtype auto`` becomes for checkpoint directories.
 
-This file is not imported for its functions: its source is sent to the SGLang install's interpreter
-(``python -c SOURCE``, the request on stdin) by ``_kv_auto.run_probe``. It runs SGLang's own code path,
+This file is not imported for its functions (``_kv_auto`` imports it for MARKER alone): its source is sent to
+the SGLang install's interpreter (``python -c SOURCE``, the request on stdin) by ``_kv_auto.run_probe``. It runs SGLang's own code path,
 the one the server runs at start: ``ModelConfig`` (which quantization method the checkpoint selects),
 ``model_loader.weight_utils.get_quant_config`` (which file and which config class) and
 ``mem_cache.kv_cache_dtype.configure_kv_cache_dtype`` (what ``auto`` becomes). Nothing is loaded
 on a GPU and no weights are read.
 
 It prints one line, ``LLMOPS_KV_AUTO_PROBE_RESULT=<json>``, on stdout; everything SGLang prints goes to
-stderr. Python 3.9+, standard library and SGLang only.
+stderr (``_script_answer``). Python 3.9+, standard library and SGLang only.
 """
 
-import json
 import sys
+
+try:
+    from ansible_collections.llmops.sglang.plugins.module_utils._script_answer import answer
+except ImportError:
+    pass  # in SGLang's interpreter, where ask_python sent _script_answer's source ahead of this one
 
 MARKER = "LLMOPS_KV_AUTO_PROBE_RESULT="
 MAX_TEXT = 600
@@ -98,16 +102,8 @@ def probe_one(path, torch, api):
     return answer
 
 
-def main():
-    request = json.loads(sys.stdin.read())
-    out = sys.stdout
-    sys.stdout = sys.stderr          # whatever SGLang prints stays off the result channel
-    result = {"python_version": "%d.%d.%d" % tuple(sys.version_info[:3])}
-
-    def emit():
-        out.write(MARKER + json.dumps(result) + "\n")
-        out.flush()
-
+def main(request, result):
+    """SGLang's answers for request's paths, added to result (which answer() prints)."""
     try:
         import torch
         result["torchvision_ops_declared"] = _torchvision_without_ops(torch)
@@ -118,14 +114,13 @@ def main():
         from sglang.srt.model_loader.weight_utils import get_quant_config
     except (Exception, SystemExit) as exc:
         result["import_error"] = _short("%s: %s" % (type(exc).__name__, exc))
-        emit()
-        return
+        return result
     result["sglang_version"] = getattr(sglang, "__version__", None)
     api = {"ModelConfig": ModelConfig, "LoadConfig": LoadConfig, "get_quant_config": get_quant_config,
            "configure_kv_cache_dtype": configure_kv_cache_dtype}
     result["answers"] = [probe_one(str(p), torch, api) for p in request.get("paths", [])]
-    emit()
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    answer(main, MARKER)

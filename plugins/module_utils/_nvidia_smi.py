@@ -13,12 +13,10 @@ import csv
 import io
 import os
 import re
-import selectors
 import shutil
-import signal
-import subprocess
-import threading
 import time
+
+from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
 QUERY_FIELDS = (
     "index",
@@ -36,10 +34,9 @@ QUERY_FIELDS = (
 )
 QUERY_ARGS = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits")
 
-# Bounds of what is read from the host (docs/security.md, "Bounds"): a program's output (stdout and stderr
-# together; nvidia-smi -q of 8 GPUs is about 100 KB, lspci -vvv of a large server a few MB), a /proc or sysfs file
-# (the driver version file is about 200 bytes, /proc/cmdline at most 4 KB), one line of the csv query.
-MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+# Bounds of what is read from the host (docs/security.md, "Bounds"; a program's output: _process.MAX_OUTPUT_BYTES):
+# a /proc or sysfs file (the driver version file is about 200 bytes, /proc/cmdline at most 4 KB), one line of the
+# csv query.
 MAX_FILE_BYTES = 64 * 1024
 MAX_QUERY_LINE = 4096
 
@@ -90,7 +87,7 @@ def classify_failure(rc, stdout="", stderr="", timed_out=False, not_found=False,
     if timed_out:
         return failure("timeout", "nvidia-smi did not answer within %s s and was killed" % timeout)
     if rc is None:
-        # stopped by run_bounded for printing too much: its first stderr line says so
+        # stopped by _process.run_bounded for printing too much: its first stderr line says so
         return failure("query_failed", _first_line(stderr) or "nvidia-smi was stopped before it finished")
     if rc == 127 and re.search(r"not found|No such file", text):
         return failure("not_installed", _first_line(text))
@@ -561,103 +558,6 @@ def count_iommu_groups(sysfs_root):
         return len([e for e in os.listdir(os.path.join(sysfs_root, "sys/kernel/iommu_groups")) if e.isdigit()])
     except (IOError, OSError, ValueError):  # ValueError: a NUL byte in the path
         return None
-
-
-def _decode(chunks):
-    # as universal_newlines did: undecodable bytes replaced, \r\n and \r read as \n
-    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (IOError, OSError):
-        pass
-
-
-def _feed(stream, data):
-    try:
-        stream.write(data)
-    except (IOError, OSError):
-        pass  # the program closed its stdin or died: what it printed tells why
-    finally:
-        try:
-            stream.close()
-        except (IOError, OSError):
-            pass
-
-
-def run_bounded(argv, timeout, env=None, max_bytes=MAX_OUTPUT_BYTES, text=True, cwd=None, input=None):  # pylint: disable=redefined-builtin
-    """Run argv with its output bounded in time and in size; past either, kill its whole process group.
-
-    ``input`` (text or bytes) is written to its stdin from a thread, so a program that prints before it reads
-    cannot block on a full pipe; without it stdin is /dev/null.
-
-    Returns (rc, stdout, stderr, timed_out, not_found); stdout and stderr are text (bytes with text=False). Never
-    raises for a missing, hung or flooding program: a missing one gives rc 127, not_found and the OS error in stderr;
-    more than max_bytes of output (both streams together) gives rc None and a first stderr line that says so.
-    timeout None waits for ever (the output is bounded all the same).
-    """
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
-    except (IOError, OSError, ValueError) as exc:  # ValueError: a NUL byte in argv
-        reason = getattr(exc, "strerror", None) or str(exc)
-        return 127, "" if text else b"", reason if text else reason.encode("utf-8", "replace"), False, True
-    deadline = None if timeout is None else time.monotonic() + timeout
-    if input is not None:
-        data = input.encode("utf-8") if isinstance(input, str) else input
-        threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    chunks = {out_fd: [], err_fd: []}
-    size, timed_out, flooded = 0, False, False
-    with selectors.DefaultSelector() as selector:
-        for stream in (proc.stdout, proc.stderr):
-            selector.register(stream, selectors.EVENT_READ)
-        while selector.get_map() and not (timed_out or flooded):
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                timed_out = True
-                break
-            for key, _events in selector.select(left):
-                data = os.read(key.fd, 65536)
-                if not data:
-                    selector.unregister(key.fileobj)
-                    continue
-                size += len(data)
-                if size > max_bytes:
-                    flooded = True
-                    break
-                chunks[key.fd].append(data)
-    if timed_out or flooded:
-        _kill_group(proc)
-    try:
-        # the pipes are closed: only a program that detached from them is still running
-        left = None if deadline is None else max(0.5, deadline - time.monotonic())
-        rc = proc.wait(timeout=2 if (timed_out or flooded) else left)
-    except subprocess.TimeoutExpired:
-        if not (timed_out or flooded):
-            timed_out = True
-            _kill_group(proc)
-        rc = None
-        try:
-            # a process stuck in the kernel (D state) cannot die: do not wait for it for ever
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
-    finally:
-        proc.stdout.close()
-        proc.stderr.close()
-    out, err = chunks[out_fd], chunks[err_fd]
-    if flooded:
-        rc = None
-        err.insert(0, b"%s printed more than %d bytes and was stopped: that is not the output it is read for\n"
-                   % (os.path.basename(str(argv[0])).encode("utf-8", "replace"), max_bytes))
-    if timed_out:
-        rc = None
-    if not text:
-        return rc, b"".join(out), b"".join(err), timed_out, False
-    return rc, _decode(out), _decode(err), timed_out, False
 
 
 def find_program(name, explicit=None, path=None, extra_dirs=()):

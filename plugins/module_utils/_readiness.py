@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._process import stream as stream_output
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor, stream_command
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import run as run_command
 
 SHOW_PROPERTIES = (
     "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
@@ -60,29 +62,12 @@ _TIMESPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d|w)?")
 _TIMESPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 
-class UnitError(Exception):
-    """systemctl or journalctl could not be run or did not answer as expected."""
+# systemctl or journalctl could not be run or did not answer as expected (the name the modules catch).
+UnitError = SystemdError
 
 
 # ----------------------------------------------------------------------------------------------
 # helpers
-
-
-def check_unit_name(unit):
-    """Raise UnitError unless unit reads as one unit name for systemctl (not empty, not an option, no whitespace)."""
-    if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
-        raise UnitError("unit %r is not a unit name; give a name like sglang-qwen.service" % (unit,))
-
-
-def run_command(argv, timeout=None):
-    """(rc, stdout bytes, stderr text) of argv, without a shell."""
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, check=False)
-    except OSError as exc:
-        raise UnitError("cannot run %s: %s" % (argv[0], exc))
-    except subprocess.TimeoutExpired:
-        raise UnitError("%s did not finish within %s s" % (" ".join(argv[:3]), timeout))
-    return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace").strip()
 
 
 def http_status(url, timeout):
@@ -122,16 +107,6 @@ def clean_line(text):
     return mask_text(text)[:MESSAGE_CHARS]
 
 
-def parse_show(text):
-    """``systemctl show`` output (Key=Value lines) as a dict."""
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
-
-
 def parse_timespan(text):
     """Seconds of a systemd time span ("1min 30s", "90s", "500ms", "infinity"); None when unknown or infinite."""
     text = (text or "").strip()
@@ -152,10 +127,8 @@ def _int(value, default=0):
 
 
 def show_unit(run, systemctl, unit, properties=SHOW_PROPERTIES):
-    rc, out, err = run([systemctl, "show", "--property=" + ",".join(properties), "--", unit])
-    if rc != 0:
-        raise UnitError("systemctl show %s failed (rc=%d): %s" % (unit, rc, err or "no error output"))
-    state = parse_show(out.decode("utf-8", "replace"))
+    """The unit's state, numbers as ints; a unit systemd does not know comes back with its LoadState."""
+    state = show(unit, properties, systemctl, run=run, missing_ok=True)
     state["NRestarts"] = _int(state.get("NRestarts"))
     state["MainPID"] = _int(state.get("MainPID"))
     state["ExecMainStatus"] = _int(state.get("ExecMainStatus"))
@@ -223,7 +196,7 @@ class JournalTracker(object):
         try:
             rc, err = self.stream(argv, self._sink)
         except (OSError, UnitError) as exc:
-            self.error = "cannot run %s: %s" % (self.journalctl, exc)
+            self.error = str(exc)
             return
         body, cursor = split_cursor(self._tail)
         self._tail = b""
@@ -386,7 +359,7 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
                 return result("ready")
 
         if tracker is None and invocation_id:
-            tracker = JournalTracker(stream or (stream_command if run is run_command else _stream_through(run)), journalctl,
+            tracker = JournalTracker(stream or (stream_output if run is run_command else _stream_through(run)), journalctl,
                                      invocation_id)
         if tracker is not None:
             tracker.update()

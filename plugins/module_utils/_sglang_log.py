@@ -2,8 +2,7 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Streaming audit of SGLang server logs: the public API (LogAuditor, audit_path, audit_command, audit_bytes,
-stream_command).
+"""Streaming audit of SGLang server logs: the public API (LogAuditor, audit_path, audit_command, audit_bytes).
 
 The work is split by job, each in its own module:
 
@@ -22,9 +21,8 @@ request line, an access line or an echoed prompt never changes a verdict.
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 
+from ansible_collections.llmops.sglang.plugins.module_utils._process import CHUNK_BYTES, stream
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_facts import (
     FATAL_CLASSES, PHASES, StartFacts, TracebackTracker)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_lines import LOG_LINES
@@ -34,11 +32,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules im
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import DEFAULT_MAX_LINE_BYTES, LineScanner
 
 __all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "LogAuditError", "LogAuditor", "audit_bytes", "audit_command",
-           "audit_path", "audit_stream", "build_rules", "prefilter_literals", "stream_command")
-
-CHUNK_BYTES = 1 << 20
-# Bytes read from a command's standard error for its error message.
-STDERR_BYTES = 4000
+           "audit_path", "audit_stream", "build_rules", "prefilter_literals")
 
 # Literals every interesting line contains (on top of one literal per rule): one per keyed line, and the
 # markers of lines that end a start without an SGLang record (exception text, CUDA errors).
@@ -202,36 +196,14 @@ def audit_path(path, chunk_bytes=CHUNK_BYTES, **kwargs):
         return audit_stream(stream, chunk_bytes=chunk_bytes, max_bytes=size, **kwargs)
 
 
-def stream_command(argv, sink, chunk_bytes=CHUNK_BYTES):
-    """Run argv (no shell) and hand its standard output to sink(bytes) chunk by chunk, never holding it whole.
-
-    Returns (rc, the head of its standard error as text). Raises OSError when argv cannot be started.
-    """
-    with tempfile.TemporaryFile() as errfile:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errfile, stdin=subprocess.DEVNULL)
-        try:
-            read = proc.stdout.read
-            while True:
-                data = read(chunk_bytes)
-                if not data:
-                    break
-                sink(data)
-        finally:
-            proc.stdout.close()
-            rc = proc.wait()
-        errfile.seek(0)
-        err = errfile.read(STDERR_BYTES).decode("utf-8", "replace").strip()
-    return rc, err
-
-
 def audit_command(argv, chunk_bytes=CHUNK_BYTES, **kwargs):
     """Run argv (no shell) and audit its standard output while it streams.
 
     Returns (rc, the head of its standard error as text, result). The output is never held whole:
-    a journal can be far larger than memory.
+    a journal can be far larger than memory. Raises OSError naming the program when it cannot be started.
     """
     auditor = LogAuditor(**kwargs)
-    rc, err = stream_command(argv, auditor.feed, chunk_bytes)
+    rc, err = stream(argv, auditor.feed, chunk_bytes=chunk_bytes)
     return rc, err, auditor.finish()
 
 

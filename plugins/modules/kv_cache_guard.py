@@ -70,7 +70,7 @@ options:
     elements: str
   unit:
     description:
-      - A systemd unit whose C(ExecStart) is read with C(systemctl show -p ExecStart --value UNIT). The first
+      - A systemd unit whose C(ExecStart) is read with C(systemctl show --property=ExecStart -- UNIT). The first
         command that looks like an SGLang launch is used.
       - The unit file is what the next start will use, not necessarily what is running. A mismatch with the
         running server's flag is reported in RV(notes) and usually makes the verdict C(mixed).
@@ -254,17 +254,16 @@ from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
     select_launch_command,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, show
 
 
 def read_unit_argv(module, unit):
     """(argv or None, error or None) from the unit's ExecStart."""
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return None, "systemctl not found on the managed host: pass argv instead of unit"
-    rc, out, err = module.run_command([systemctl, "show", "-p", "ExecStart", "--value", "--", unit])
-    if rc != 0:
-        return None, "systemctl show %s failed (rc %d): %s" % (unit, rc, (err or out).strip()[:300])
-    commands = parse_execstart(out)
+    try:
+        state = show(unit, ["ExecStart"], module.get_bin_path("systemctl"))
+    except SystemdError as exc:
+        return None, "%s; or pass argv instead of unit" % str(exc)[:500]
+    commands = parse_execstart(state.get("ExecStart", ""))
     if not commands:
         return None, ("unit %s has no ExecStart (not installed, or the name is wrong: check systemctl status %s), or "
                       "pass argv" % (unit, unit))

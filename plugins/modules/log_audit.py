@@ -53,7 +53,7 @@ options:
   invocation:
     description:
       - V(current) reads only the unit's current (or last) invocation, found with
-        C(systemctl show -p InvocationID --value UNIT) and read with
+        C(systemctl show --property=InvocationID -- UNIT) and read with
         C(journalctl _SYSTEMD_INVOCATION_ID=<id> -o cat --no-pager).
       - V(all) reads the unit's whole journal (C(journalctl -u UNIT -o cat --no-pager)); facts then describe the
         latest server start in it, findings cover all of it.
@@ -294,6 +294,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_command, audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
 
 _INVOCATION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
@@ -307,11 +308,10 @@ def _journal_command(module, unit, invocation, since):
     journalctl = module.get_bin_path("journalctl", required=True)
     source = {"unit": unit, "invocation": invocation}
     if invocation == "current":
-        systemctl = module.get_bin_path("systemctl", required=True)
-        rc, out, err = module.run_command([systemctl, "show", "-p", "InvocationID", "--value", unit])
-        if rc != 0:
-            module.fail_json(msg="systemctl show %s failed (rc=%d): %s. Check the unit name." % (unit, rc, (err or out).strip()))
-        inv = out.strip()
+        try:
+            inv = show(unit, ["InvocationID"], module.get_bin_path("systemctl")).get("InvocationID", "")
+        except SystemdError as exc:
+            module.fail_json(msg=to_native(exc))
         if not inv:
             module.fail_json(msg="unit %s has no invocation id: it has not run since boot or does not exist. "
                                  "Start it first, or use invocation=all to read its whole journal." % unit)
@@ -331,7 +331,7 @@ def _audit_journal(module, cmd, kwargs):
     try:
         rc, err, result = audit_command(cmd, **kwargs)
     except OSError as exc:
-        module.fail_json(msg="cannot run %s: %s" % (cmd[0], to_native(exc)))
+        module.fail_json(msg=to_native(exc))
     if rc != 0:
         module.fail_json(msg="%s failed (rc=%d): %s" % (" ".join(cmd), rc, err or "no error output"))
     return result
@@ -386,8 +386,10 @@ def main():
                 module.fail_json(msg="cannot read %s: %s" % (path, to_native(exc)))
         else:
             unit = p["unit"]
-            if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
-                module.fail_json(msg="unit %r is not a unit name; give a name like sglang.service" % unit)
+            try:
+                check_unit_name(unit)
+            except SystemdError as exc:
+                module.fail_json(msg=to_native(exc))
             cmd, source = _journal_command(module, unit, p["invocation"], p["since"])
             result = _audit_journal(module, cmd, kwargs)
     except LogAuditError as exc:

@@ -24,7 +24,8 @@ sys.path.insert(0, str(HERE))
 import run  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import parse_execstart  # noqa: E402
-from ansible_collections.llmops.sglang.plugins.module_utils._readiness import parse_show, wait_ready  # noqa: E402
+from ansible_collections.llmops.sglang.plugins.module_utils._readiness import wait_ready  # noqa: E402
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import parse_show  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "real-sglang"
 LOG = FIXTURES / "sglang-0.5.16-h200-trap-bf16-forged.log"

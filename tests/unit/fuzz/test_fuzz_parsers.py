@@ -28,6 +28,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _router_worke
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log as sl
+from ansible_collections.llmops.sglang.plugins.module_utils import _systemd as systemd
 
 from .corpus import (
     CONFIGS, CUOBJDUMP, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI, SSE,
@@ -333,7 +334,7 @@ def test_readiness_parsers(request):
         rd.mask_text(text)
         rd.mask_argv(argv)
         rd.clean_line(text)
-        rd.parse_show(text)
+        systemd.parse_show(text)
         rd.parse_timespan(text)
         rd.split_cursor(data)
     fuzz(request, lambda m: (m.text(SHOW + LOGS, 40), [m.pick(("--api-key", "--hf-token=x", "--api-k", "sk-1", m.junk()))

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as r
+from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import PHASES
 
 UNIT = "sglang-qwen.service"
@@ -100,9 +101,7 @@ def logs(fixtures_dir):
 # small helpers
 
 
-def test_parse_show_and_timespans():
-    assert r.parse_show("ActiveState=active\nExecStart={ path=/x ; argv[]=/x a=b }\n") == {
-        "ActiveState": "active", "ExecStart": "{ path=/x ; argv[]=/x a=b }"}
+def test_timespans():
     assert r.parse_timespan("1min 30s") == 90.0
     assert r.parse_timespan("500ms") == 0.5
     assert r.parse_timespan("5s") == 5.0
@@ -450,12 +449,12 @@ def test_each_poll_reads_only_the_new_journal_with_bounded_memory(logs):
     assert tracker.bytes == len(start) + 96 * len(noise)
 
 
-def test_stream_command_reads_a_real_journalctl_like_process(tmp_path):
+def test_the_journal_streams_from_a_real_journalctl_like_process(tmp_path):
     script = tmp_path / "journalctl"
     script.write_text("#!/bin/sh\nprintf '[2026-11-30 12:00:00 TP0] Load weight begin. avail mem=1.00 GB\\n'\n"
                       "printf '%s\\n' \"-- cursor: s=ab;i=2\"\necho \"$@\" >&2\nexit 0\n")
     script.chmod(0o755)
-    tracker = r.JournalTracker(r.stream_command, str(script), "a" * 32)
+    tracker = r.JournalTracker(stream, str(script), "a" * 32)
     tracker.update()
     assert tracker.cursor == "s=ab;i=2" and tracker.phase == "loading_weights" and tracker.error is None
 
@@ -470,3 +469,31 @@ def test_not_enough_memory_is_the_parsers_class():
     assert out["cause"]["class"] == "not_enough_memory" and out["log"]["fatal"]["class"] == "not_enough_memory"
     from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import FATAL_CLASSES, audit_bytes
     assert "not_enough_memory" in FATAL_CLASSES and audit_bytes(journal)["facts"]["fatal"]["class"] == "not_enough_memory"
+
+
+def test_readiness_uses_only_the_log_audits_public_api_and_no_fatal_class_of_its_own():
+    """The fatal classes live in _sglang_log_facts alone; readiness asks LogAuditor.progress() and never classifies."""
+    import ast
+    import importlib
+
+    from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log_facts
+    tree = ast.parse(open(r.__file__).read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and "_sglang_log" in (node.module or ""):
+            public = importlib.import_module(node.module).__all__
+            assert all(alias.name in public for alias in node.names), node.module
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "auditor":
+            assert not node.attr.startswith("_"), node.attr
+    strings = set(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    assert not strings & (set(_sglang_log_facts.FATAL_CLASSES) - {"none"})
+    assert not [s for s in strings if "ddress already in use" in s or "Not enough memory" in s or "unrecognized arguments" in s]
+
+
+def test_a_real_failed_unit_reads_as_exited(fixtures_dir):
+    """systemd 252's answer for a unit whose main process exited 1 (tests/fixtures/tool-outputs/systemctl-show)."""
+    text = (fixtures_dir / "tool-outputs" / "systemctl-show" / "show-failed.txt").read_bytes()
+    state = r.show_unit(lambda argv, timeout=None: (0, text, ""), "systemctl", "sglang-sample.service")
+    assert state["ExecMainStatus"] == 1 and state["MainPID"] == 0
+    assert r._failure_reason(state) == ("exited", "the main process exited with status 1 (Result=exit-code)")
+    not_found = (fixtures_dir / "tool-outputs" / "systemctl-show" / "show-not-found.txt").read_bytes()
+    assert r.show_unit(lambda argv, timeout=None: (0, not_found, ""), "systemctl", "x.service")["LoadState"] == "not-found"

@@ -164,25 +164,29 @@ def test_host_switched_from_fp8_to_bf16_passes_on_its_current_invocation(lab, tm
 # --- the unit's ExecStart through systemctl -----------------------------------------------------
 
 
-def fake_systemctl(tmp_path, monkeypatch, output, rc=0):
+def fake_systemctl(tmp_path, monkeypatch, output, rc=0, err=""):
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     (tmp_path / "out.txt").write_text(output)
+    (tmp_path / "err.txt").write_text(err)
     script = bindir / "systemctl"
-    script.write_text("#!/bin/sh\necho \"$@\" > %s/args.txt\ncat %s/out.txt\nexit %d\n" % (tmp_path, tmp_path, rc))
+    script.write_text("#!/bin/sh\necho \"$@\" > %s/args.txt\ncat %s/out.txt\ncat %s/err.txt >&2\nexit %d\n"
+                      % (tmp_path, tmp_path, tmp_path, rc))
     script.chmod(0o755)
     monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
 
 
-EXECSTART = ("{ path=/opt/sglang/.venv/bin/python ; argv[]=/opt/sglang/.venv/bin/python -m sglang.launch_server "
+# the shape of tests/fixtures/tool-outputs/systemctl-show/show-execstart.txt, with an SGLang launch
+EXECSTART = ("ExecStart={ path=/opt/sglang/.venv/bin/python ; argv[]=/opt/sglang/.venv/bin/python -m sglang.launch_server "
              "--model-path /models/Qwen3.5-397B-A17B-NVFP4 --tp 8 --kv-cache-dtype %s --api-key " + KEY +
-             " ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\n")
+             " ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\nLoadState=loaded\n")
+SHOW = "tool-outputs/systemctl-show/"
 
 
 def test_unit_execstart_is_read(lab, tmp_path, monkeypatch, capsys):
     fake_systemctl(tmp_path, monkeypatch, EXECSTART % "bf16")
     res = run({"unit": "sglang.service", "checkpoint": lab, "url": "", "min_signals": 1}, capsys)
-    assert (tmp_path / "args.txt").read_text().split() == ["show", "-p", "ExecStart", "--value", "--", "sglang.service"]
+    assert (tmp_path / "args.txt").read_text().split() == ["show", "--property=ExecStart,LoadState", "--", "sglang.service"]
     assert not res.get("failed") and rows(res)["argv"]["verdict"] == "bf16"
     assert "unit sglang.service ExecStart: --kv-cache-dtype bf16" in rows(res)["argv"]["evidence"]
     assert KEY not in json.dumps(res)
@@ -195,9 +199,15 @@ def test_unit_with_auto_and_fp8_checkpoint(lab, tmp_path, monkeypatch, capsys):
     assert rows(res)["checkpoint"]["counted"] and rows(res)["argv"]["verdict"] == "unknown"
 
 
-@pytest.mark.parametrize("output,rc,why", [("", 0, "has no ExecStart"), ("Unit x could not be found.", 1, "failed (rc 1)")])
-def test_unit_that_cannot_be_read(lab, tmp_path, monkeypatch, capsys, output, rc, why):
-    fake_systemctl(tmp_path, monkeypatch, output, rc)
+@pytest.mark.parametrize("output,err,rc,why", [
+    ("LoadState=loaded\n", None, 0, "has no ExecStart"),
+    (SHOW + "show-execstart-not-found.txt", None, 0, "systemd knows no unit sglang.service (LoadState=not-found)"),
+    ("", SHOW + "show-no-systemd.err", 1, "failed (rc=1): System has not been booted with systemd"),
+])
+def test_unit_that_cannot_be_read(lab, tmp_path, monkeypatch, capsys, fixtures_dir, output, err, rc, why):
+    def sample(text):
+        return (fixtures_dir / text).read_text() if text and text.startswith(SHOW) else (text or "")
+    fake_systemctl(tmp_path, monkeypatch, sample(output), rc, sample(err))
     res = run({"unit": "sglang.service", "checkpoint": lab, "url": ""}, capsys)
     assert res["failed"] and res["verdict"] == "insufficient"
     assert why in rows(res)["argv"]["evidence"]

@@ -28,7 +28,7 @@ INVOCATION = "5c0a1e5b2f6f4d0c9d1f0c7e3a1b2c3d"
 
 FAKE_SYSTEMCTL = """#!/bin/sh
 printf '%s\\n' "$@" > "$FAKE_DIR/systemctl.argv"
-printf '%s\\n' "$FAKE_INVOCATION"
+printf 'LoadState=%s\\nInvocationID=%s\\n' "${FAKE_LOAD_STATE:-loaded}" "$FAKE_INVOCATION"
 """
 FAKE_JOURNALCTL = """#!/bin/sh
 printf '%s\\n' "$@" > "$FAKE_DIR/journalctl.argv"
@@ -162,7 +162,8 @@ def test_bad_paths(tmp_path):
 def test_unit_reads_only_the_current_invocation(tmp_path, fixtures_dir, fakebin):
     res = run_module(tmp_path, {"unit": "sglang.service", "since": "-1h"}, env=unit_env(fakebin, fixtures_dir / LOGS / CRASH))
     assert not res.get("failed"), res.get("msg")
-    assert (fakebin / "systemctl.argv").read_text().split("\n")[:5] == ["show", "-p", "InvocationID", "--value", "sglang.service"]
+    assert (fakebin / "systemctl.argv").read_text().split("\n")[:4] == ["show", "--property=InvocationID,LoadState", "--",
+                                                                        "sglang.service"]
     assert (fakebin / "journalctl.argv").read_text().split("\n")[:6] == [
         "_SYSTEMD_INVOCATION_ID=" + INVOCATION, "-o", "cat", "--no-pager", "--since", "-1h"]
     assert res["source"] == {"unit": "sglang.service", "invocation": "current", "invocation_id": INVOCATION}
@@ -195,6 +196,13 @@ def test_journalctl_failure_is_reported(tmp_path, fixtures_dir, fakebin):
     env = unit_env(fakebin, fixtures_dir / LOGS / READY, FAKE_RC="1", FAKE_STDERR="Failed to open journal: Permission denied")
     res = run_module(tmp_path, {"unit": "sglang.service"}, env=env)
     assert res["failed"] is True and "Permission denied" in res["msg"] and "rc=1" in res["msg"]
+
+
+def test_unknown_unit_names_the_fix(tmp_path, fixtures_dir, fakebin):
+    env = unit_env(fakebin, fixtures_dir / LOGS / READY, FAKE_INVOCATION="", FAKE_LOAD_STATE="not-found")
+    res = run_module(tmp_path, {"unit": "sglang.service"}, env=env)
+    assert res["failed"] is True and "systemd knows no unit sglang.service" in res["msg"] and "list-unit-files" in res["msg"]
+    assert not (fakebin / "journalctl.argv").exists()
 
 
 def test_unit_name_is_not_an_option(tmp_path, fixtures_dir, fakebin):

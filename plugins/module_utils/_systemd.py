@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one reader of ``systemctl show``, and how the collection runs systemd's tools (systemctl, journalctl).
+
+``show(unit, properties)`` asks for named properties (``--property=A,B -- UNIT``, always with ``LoadState``) and
+returns them as a dict; a unit systemd does not know, a host without systemd or a missing systemctl is a
+``SystemdError`` whose message names the fix. Standard library only; no Ansible imports. Runs on the managed
+host (Python 3.9+).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, run_bounded
+
+# systemctl show answers in milliseconds; a minute means systemd (PID 1 or D-Bus) is stuck.
+SHOW_TIMEOUT = 60
+# What systemd says when PID 1 is not systemd (a container or chroot without it), and a D-Bus that is not there.
+_NO_SYSTEMD = ("System has not been booted with systemd", "Failed to connect to bus")
+
+
+class SystemdError(Exception):
+    """systemctl or journalctl could not be run or did not answer as expected (the message names the fix)."""
+
+
+def check_unit_name(unit):
+    """Raise SystemdError unless unit reads as one unit name for systemctl (not empty, not an option, no whitespace)."""
+    if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
+        raise SystemdError("unit %r is not a unit name; give a name like sglang-qwen.service" % (unit,))
+
+
+def run(argv, timeout=None):
+    """(rc, stdout bytes, stderr text) of a systemd tool, through the collection's bounded runner.
+
+    Raises SystemdError when the tool is missing, runs past timeout or prints more than the runner keeps.
+    """
+    rc, out, err, timed_out, not_found = run_bounded(argv, timeout, max_bytes=MAX_OUTPUT_BYTES, text=False)
+    err = err.decode("utf-8", "replace").strip()
+    if not_found:
+        raise SystemdError("cannot run %s: %s; this host needs systemd (install it, or give the tool's path)" % (argv[0], err))
+    if timed_out:
+        raise SystemdError("%s did not finish within %s s; check that systemd answers (systemctl is-system-running)"
+                           % (" ".join(argv[:3]), timeout))
+    if rc is None:
+        raise SystemdError(err.splitlines()[0])
+    return rc, out, err
+
+
+def parse_show(text):
+    """``systemctl show`` output (Key=Value lines) as a dict; a key given on several lines (ExecStart of a unit
+    with several commands) keeps every value, one per line."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            key, value = key.strip(), value.strip()
+            out[key] = out[key] + "\n" + value if key in out else value
+    return out
+
+
+def _failure(unit, rc, err):
+    text = "systemctl show %s failed (rc=%s): %s" % (unit, rc, " ".join(err.split()) or "no error output")
+    if any(marker in err for marker in _NO_SYSTEMD):
+        return text + "; systemd does not run this host (PID 1 is not systemd, as in most containers): use a host booted with systemd"
+    return text + "; check the unit name (systemctl list-units --all)"
+
+
+def show(unit, properties, systemctl="systemctl", run=run, timeout=SHOW_TIMEOUT, missing_ok=False):  # pylint: disable=redefined-outer-name
+    """The named properties of unit (strings as systemctl prints them; one left out is one systemctl does not have).
+
+    ``LoadState`` is always read: a unit systemd does not know (``not-found``) raises SystemdError naming the fix
+    unless missing_ok, for callers that report it themselves. ``run(argv, timeout)`` is the runner (default ``run``).
+    """
+    check_unit_name(unit)
+    names = list(properties) + ([] if "LoadState" in properties else ["LoadState"])
+    rc, out, err = run([systemctl or "systemctl", "show", "--property=" + ",".join(names), "--", unit], timeout=timeout)
+    if rc != 0:
+        raise SystemdError(_failure(unit, rc, err))
+    state = parse_show(out.decode("utf-8", "replace") if isinstance(out, bytes) else out)
+    if not missing_ok and state.get("LoadState") == "not-found":
+        raise SystemdError("systemd knows no unit %s (LoadState=not-found): check the name with systemctl list-unit-files "
+                           "'%s*', or install the unit first" % (unit, unit.split(".")[0]))
+    return state
