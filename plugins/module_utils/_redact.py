@@ -117,10 +117,23 @@ def _found_in_text(text):
         value = m.group(3) if m.group(2) else m.group(5)
         if value and is_secret_flag(m.group(1)):
             found.add(_credential(value))
-    for m in _ASSIGN_RE.finditer(text):
-        if is_secret_name(m.group(1)):
+    for m, secret in _assignments(text):
+        if secret:
             found.add(_credential(m.group(4)))
     return found
+
+
+def _assignments(text):
+    """(match, is a secret's value) of every ``name=value`` / ``name: value``, also those inside another's value:
+    after a name that is not secret the scan goes on at its value (``A: api_key='X'``, ``Environment=HF_TOKEN=X``)."""
+    pos = 0
+    while True:
+        m = _ASSIGN_RE.search(text, pos)
+        if m is None:
+            return
+        secret = is_secret_name(m.group(1)) and _credential(m.group(4)) is not None
+        yield m, secret
+        pos = m.end() if secret else m.start(4)
 
 
 def _flag_sub(match):
@@ -134,12 +147,13 @@ def _flag_sub(match):
     return flag + space + _patterns(value)
 
 
-def _assign_sub(match):
-    name, quote, sep, value = match.groups()
-    if is_secret_name(name) and _credential(value):
-        return name + quote + sep + _masked(value)
-    # the value may hold an assignment of its own (Environment=HF_TOKEN=...)
-    return name + quote + sep + _ASSIGN_RE.sub(_assign_sub, value)
+def _assign_sub(text):
+    out, pos = [], 0
+    for m, secret in _assignments(text):
+        if secret:
+            out.append(text[pos:m.start(4)] + _masked(m.group(4)))
+            pos = m.end()
+    return "".join(out) + text[pos:]
 
 
 def _patterns(text):
@@ -148,7 +162,7 @@ def _patterns(text):
     text = _HF_TOKEN_RE.sub(MASK, text)
     text = _BEARER_RE.sub(lambda m: m.group(1) + MASK, text)
     text = _FLAG_RE.sub(_flag_sub, text)
-    return _ASSIGN_RE.sub(_assign_sub, text)
+    return _assign_sub(text)
 
 
 def _literals(secrets, found=()):

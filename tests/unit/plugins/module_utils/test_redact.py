@@ -86,6 +86,17 @@ def test_real_shaped_lines(sample):
         assert out == sample["text"]
 
 
+@pytest.mark.parametrize("text,secret", [
+    ("A: api_key='00000000000A' ", "00000000000A"),          # found by the property test below
+    ("note: api_key=\"k-123456\" rest", "k-123456"),
+    ("Environment=HF_TOKEN=abcdef123456", "abcdef123456"),
+    ("x=y=z: password='p4ss-w0rd'", "p4ss-w0rd"),
+])
+def test_a_secret_assignment_inside_another_value_is_masked(text, secret):
+    out = redact_text(text)
+    assert secret not in out and MASK in out
+
+
 def test_a_secret_found_once_is_hidden_everywhere():
     line = LAUNCH["dump_line"] + "\nERROR: 401 for key %s" % KEYS["api_key"]
     assert leaked(redact_text(line)) == []
