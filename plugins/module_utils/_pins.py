@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import re
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+except ImportError:  # ansible-core requires packaging; a bare interpreter may lack it
+    Requirement = None
 
 
 class PinError(ValueError):
@@ -27,6 +30,9 @@ def canonical_name(name):
 
 def _requirement(item):
     """A requirement string, or a {name, version} pin as the roles' package lists hold."""
+    if Requirement is None:
+        raise PinError("the Python package 'packaging' is missing on the controller: install ansible-core with pip, "
+                       "which brings it")
     text = item
     if isinstance(item, dict):
         if not item.get("name"):
