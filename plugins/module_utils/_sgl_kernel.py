@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 
@@ -403,7 +404,7 @@ def _build_run_plan(s, v, p, probe):
     p["new_stamp_json"] = nice_json(p["new_stamp"])
 
 
-def _controller_plan(v, run, p, record):
+def _controller_plan(v, run, p, record, exists=os.path.isfile):
     """The controller's copy: checked when fetch changed it; its checksum file and stamp beside it."""
     fetched = v.get("_sgl_kernel_fetched")
     p["controller_check"] = ran(fetched) and bool(fetched.get("changed")) and not run["check_mode"]
@@ -413,9 +414,12 @@ def _controller_plan(v, run, p, record):
         "sgl_kernel: %s has sha256 %s, the build stamp says %s; delete the file and run again."
         % (record["controller_path"], found or "none", record["sha256"]))
     folder = posixpath.dirname(record["controller_path"] or "")
-    p["controller_files"] = [] if record["sha256"] is None else [
+    files = [] if record["sha256"] is None else [
         {"dest": "%s/%s.sha256" % (folder, record["wheel_file"]), "content": "%s  %s\n" % (record["sha256"], record["wheel_file"])},
         {"dest": "%s/%s" % (folder, STAMP_NAME), "content": nice_json(record["stamp"])}]
+    # written again only for a new wheel, or when missing (this runs on the controller, where they live)
+    renew = record["built"] or (ran(fetched) and bool(fetched.get("changed")))
+    p["controller_files"] = [f for f in files if renew or not exists(f["dest"])]
 
 
 def _install_plan(s, v, run, p):

@@ -247,10 +247,31 @@ def test_an_unchanged_stamp_skips_the_build_and_keeps_the_stamp():
     assert p["cache_message"].endswith("key %s = stamp, build skipped" % key[:16])
     assert p["record"]["stamp"] == stamp and p["record"]["built"] is False
     assert p["record"]["controller_path"] == "/root/.cache/llmops-sglang/sgl-kernel/%s/%s" % (key[:16], WHEEL)
+    # the controller's checksum file and stamp are written when missing (none here: another controller)
     sums = p["controller_files"][0]
     assert sums == {"dest": "/root/.cache/llmops-sglang/sgl-kernel/%s/%s.sha256" % (key[:16], WHEEL),
                     "content": "%s  %s\n" % ("c" * 64, WHEEL)}
     assert json.loads(p["controller_files"][1]["content"]) == stamp
+
+
+def test_the_controllers_files_are_rewritten_for_a_new_wheel_or_when_missing(tmp_path):
+    key = jinja("a_defaults_130")["key"]
+    folder = tmp_path / key[:16]
+    folder.mkdir()
+    (folder / (WHEEL + ".sha256")).write_text("old")
+    v = values_for("a_defaults_130", sgl_kernel_controller_dir=str(tmp_path))
+    stamp = dict(jinja("a_defaults_130")["new_stamp"])
+    probe = dict(json.loads(json.loads((FIXTURES / "case_a_defaults_130.json").read_text())["sgl_kernel_build_probe_raw"]["stdout"]),
+                 stamp=stamp, stamp_wheel_sha256=stamp["wheel"]["sha256"])
+    v["_sgl_kernel_build_probe"] = {"stdout": json.dumps(probe)}
+    unchanged = plan_of(dict(v, _sgl_kernel_fetched={"changed": False}))
+    assert [f["dest"] for f in unchanged["controller_files"]] == [str(folder / "sgl-kernel-build.json")]
+    fetched = plan_of(dict(v, _sgl_kernel_fetched={"changed": True}))
+    assert [f["dest"].rsplit("/", 1)[1] for f in fetched["controller_files"]] == [WHEEL + ".sha256", "sgl-kernel-build.json"]
+    # no stamp on the build host: a build, whose files replace the controller's
+    v["_sgl_kernel_build_probe"] = json.loads((FIXTURES / "case_a_defaults_130.json").read_text())["sgl_kernel_build_probe_raw"]
+    built = plan_of(v)
+    assert built["record"]["built"] and len(built["controller_files"]) == 2
 
 
 def test_the_controller_copy_must_carry_the_stamps_checksum():
