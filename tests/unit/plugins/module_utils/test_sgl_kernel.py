@@ -349,13 +349,18 @@ def test_the_build_host_installs_its_own_dist_wheel():
     assert p["local_wheel"] == "/var/cache/llmops-sglang/sgl-kernel/dist/" + WHEEL and not p["copy_wheel"]
 
 
+NO_VENV = "no runtime venv at /opt/sglang/venv (install SGLang first or set sgl_kernel_venv_create: true)"
+ALTERED = ("the wheel /var/cache/llmops-sglang/sgl-kernel-wheels/%s has sha256 %s, the build host verified %s; "
+           "delete it and run again" % (WHEEL, "d" * 64, "a" * 64))
+OTHER_TORCH = ("the wheel was built against torch 2.14.1+cu130 but /opt/sglang/venv has torch 2.13.0: it would fail to "
+               "import (undefined symbols); pin the same torch in sgl_kernel_build_requirements, or set "
+               "sgl_kernel_check_torch: false")
+
+
 @pytest.mark.parametrize("probe,registered,expected", [
-    (runtime_probe(exists=False), {}, "no runtime venv at /opt/sglang/venv (install SGLang first or set sgl_kernel_venv_create: true)"),
-    (runtime_probe(local_sha="d" * 64), {}, "the wheel /var/cache/llmops-sglang/sgl-kernel-wheels/%s has sha256 %s, the build host "
-                                             "verified %s; delete it and run again" % (WHEEL, "d" * 64, "a" * 64)),
-    (runtime_probe(torch="2.13.0"), {}, "the wheel was built against torch 2.14.1+cu130 but /opt/sglang/venv has torch 2.13.0: "
-                                        "it would fail to import (undefined symbols); pin the same torch in "
-                                        "sgl_kernel_build_requirements, or set sgl_kernel_check_torch: false"),
+    (runtime_probe(exists=False), {}, NO_VENV),
+    (runtime_probe(local_sha="d" * 64), {}, ALTERED),
+    (runtime_probe(torch="2.13.0"), {}, OTHER_TORCH),
     (runtime_probe(exists=False), {"_sgl_kernel_venv_made": {"changed": True}}, None),
     (runtime_probe(local_sha="d" * 64), {"_sgl_kernel_wheel_copied": {"changed": True}}, None),
     (runtime_probe(torch="2.13.0"), {"sgl_kernel_check_torch": "false"}, None),
