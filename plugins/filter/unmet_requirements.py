@@ -26,8 +26,8 @@ options:
     elements: raw
     required: true
   installed:
-    description: C(pip list --format=json) (a list of C({name, version})) or a C({name: version}) mapping where
-      V(null) means not installed.
+    description: "C(pip list --format=json) (a list of C({name, version})) or a mapping of name to version where
+      V(null) means not installed."
     type: raw
     required: true
 """
