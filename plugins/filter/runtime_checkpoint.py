@@ -15,7 +15,7 @@ author:
 description:
   - Checks the checkpoint settings of the chosen source (controller directory, NFS export inside the mount point,
     hub repository and a 40-character revision) and fails naming the setting.
-  - Given the registered verification before staging, decides whether to stage: only for the C(controller) and
+  - Given the registered verification before staging, decides whether to stage, only for the C(controller) and
     C(hf) sources, and only when shards are missing or truncated or a required C(hf_quant_config.json) is absent.
   - Returns the server environment (C(HF_HUB_OFFLINE=1) always wins) and, for C(hf), the download command (the token
     reaches it on stdin, never in argv) and the number of polls up to the timeout.

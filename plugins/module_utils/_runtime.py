@@ -312,14 +312,14 @@ def copy_plan(settings, source_files, host_files=None, rsync=None):
             "%scheckpoint_copy_method=synchronize needs rsync on the controller (%s) and on the host (%s): install it "
             "or use copy_method auto/copy." % (P, "found" if _rsync_found(rsync_controller) else "missing",
                                                "found" if _rsync_found(rsync_host) else "missing"))
-    total, done, files = sum(size for _, size in wanted), 0, []
+    total, done, files = sum(size for _rel, size in wanted), 0, []
     for index, (rel, size) in enumerate(wanted, 1):
         done += size
         files.append({"path": rel, "size": size, "src": "%s/%s" % (src, rel), "dest": "%s/%s" % (dest, rel),
                       "label": "%s (%s): %d/%d files, %s of %s copied" % (
                           rel, human_bytes(size), index, len(wanted), human_bytes(done), human_bytes(total))})
     dirs = []
-    for rel, _ in wanted:
+    for rel, _size in wanted:
         parent = os.path.dirname(rel)
         if parent and parent not in dirs:
             dirs.append(parent)
@@ -328,7 +328,7 @@ def copy_plan(settings, source_files, host_files=None, rsync=None):
     return {"method": chosen, "dirs": ["%s/%s" % (dest, d) for d in dirs],
             # one list per method (the other one empty), so each copy task loops over its own
             "synchronize_files": files if chosen == "synchronize" else [], "copy_files": files if chosen == "copy" else [],
-            "staged": {"method": chosen, "files": [rel for rel, _ in wanted], "bytes": total}}
+            "staged": {"method": chosen, "files": [rel for rel, _size in wanted], "bytes": total}}
 
 
 def hf_download(job, plan, sizes=None, started=None, final=None, now=None):

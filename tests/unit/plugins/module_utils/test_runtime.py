@@ -47,7 +47,7 @@ def listed(packages):
 def find(root, skip=()):
     """An ansible.builtin.find result (path, size) of a real directory."""
     files = []
-    for directory, _, names in os.walk(root):
+    for directory, _dirs, names in os.walk(root):
         files += [{"path": os.path.join(directory, n), "size": os.path.getsize(os.path.join(directory, n))}
                   for n in names if n not in skip]
     return {"changed": False, "files": files, "matched": len(files)}
@@ -114,10 +114,10 @@ def test_copy_plan_equals_the_roles_jinja(case):
     assert plan["method"] == case["method"]
     assert [[f["path"], f["size"]] for f in files] == case["to_copy"]
     assert plan["dirs"] == [given["dest"] + "/" + d for d in case["dirs"]]
-    assert plan["staged"] == {"method": case["method"], "files": [p for p, _ in case["to_copy"]],
+    assert plan["staged"] == {"method": case["method"], "files": [p for p, _size in case["to_copy"]],
                               "bytes": int(case["staged_bytes"])}
-    assert [f["src"] for f in files] == [given["src"] + "/" + p for p, _ in case["to_copy"]]
-    assert [f["dest"] for f in files] == [given["dest"] + "/" + p for p, _ in case["to_copy"]]
+    assert [f["src"] for f in files] == [given["src"] + "/" + p for p, _size in case["to_copy"]]
+    assert [f["dest"] for f in files] == [given["dest"] + "/" + p for p, _size in case["to_copy"]]
 
 
 def test_copy_labels_equal_the_roles_jinja():
@@ -210,8 +210,8 @@ def test_a_missing_wheelhouse_is_named_before_anything_is_installed(tmp_path):
         runtime_pip(wheelhouse, {"changed": False, "stat": {"exists": False}})
     assert "--no-index" in runtime_pip(wheelhouse, {"stat": {"exists": True, "isdir": True}})["options"]
     # the index source never looks at the wheelhouse
-    assert runtime_pip(settings(), {"stat": {"exists": False}})["pending"] == ["sglang==0.5.23", "sglang-kernel==0.4.10",
-                                                                             "torch==2.14.1", "flashinfer-python==0.7.2"]
+    pending = runtime_pip(settings(), {"stat": {"exists": False}})["pending"]
+    assert pending == ["sglang==0.5.23", "sglang-kernel==0.4.10", "torch==2.14.1", "flashinfer-python==0.7.2"]
 
 
 @pytest.mark.parametrize("changes,message", [
