@@ -62,6 +62,7 @@ _value:
         argv: {description: The download command (a C(sh) wrapper that reads the token from stdin)., type: list, elements: str}
         what: {description: The download in words (CLI, repository and revision)., type: str}
         label: {description: Repository and short revision for progress lines., type: str}
+        check_mode: {description: What check mode reports instead of downloading., type: str}
         timeout: {description: Upper bound in seconds., type: int}
         interval: {description: Seconds between progress lines., type: int}
         retries: {description: Polls up to the timeout., type: int}

@@ -150,9 +150,10 @@ def check_wheelhouse(settings, wheelhouse):
 
 
 def pip_plan(settings, wheelhouse=None, listed=None, listed_after=None):
-    """Checks the pins and the source (and, given its registered stat, the wheelhouse) and returns the venv's paths, pip's command lines, the requirements file,
-    the pins as pip names (``name==version``) and, from the registered ``pip list`` runs (the later one wins when it
-    ran), what the venv holds and which pins it does not meet (the ``_pins`` rule)."""
+    """Checks the pins and the source (and, given its registered stat, the wheelhouse) and returns the venv's paths,
+    pip's command lines, the requirements file, the pins as pip names (``name==version``) and, from the registered
+    ``pip list`` runs (the later one wins when it ran), what the venv holds and which pins it does not meet (the
+    ``_pins`` rule)."""
     packages = settings[P + "packages"]
     require_hashes = _bool(settings.get(P + "pip_require_hashes"), "pip_require_hashes")
     if not isinstance(packages, list):
@@ -274,6 +275,7 @@ def checkpoint_plan(settings, before=None, verified=None):
                      "--revision", revision, "--local-dir", path, "--max-workers",
                      str(_int(settings[P + "checkpoint_hf_max_workers"], "checkpoint_hf_max_workers"))],
             "what": "%s download %s@%s" % (settings[P + "checkpoint_hf_cli"], repo, revision),
+            "check_mode": "check mode: would download %s@%s into %s" % (repo, revision, path),
             "label": "%s@%s" % (repo, revision[:12]),
             "timeout": timeout,
             "interval": interval,

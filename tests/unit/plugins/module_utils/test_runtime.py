@@ -249,6 +249,8 @@ def test_the_hub_command_keeps_the_token_out_of_argv():
                                   "nvidia/Qwen3.5-397B-A17B-NVFP4", "--revision", REV, "--local-dir", "/srv/hf/ckpt",
                                   "--max-workers", "8"]
     assert "HF_TOKEN" not in " ".join(plan["hf"]["argv"][4:])
+    # the role's check-mode line, as its Jinja wrote it
+    assert plan["hf"]["check_mode"] == ("check mode: would download nvidia/Qwen3.5-397B-A17B-NVFP4@%s into /srv/hf/ckpt" % REV)
     assert "hf" not in runtime_checkpoint(settings())
 
 
