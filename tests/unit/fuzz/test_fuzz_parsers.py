@@ -12,7 +12,12 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
 from ansible_collections.llmops.sglang.plugins.filter import worker_url as worker_url_filter
-from ansible_collections.llmops.sglang.plugins.module_utils import _benchmark as bm
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_chart as bchart
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bclient
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_gate as bgate
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_prompts as bprompts
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_serving as bserving
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_stats as bstats
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
@@ -176,13 +181,13 @@ def test_canary_answers_and_state(request):
 def test_benchmark_bench_serving_and_gate(request):
     def check(case):
         text, baseline, fraction, concurrency = case
-        parsed = bm.parse_bench_serving(text)
-        levels = [bm.bench_serving_level(parsed, concurrency, 10)] if parsed is not None else []
-        base = clean(lambda: bm.normalize_baseline(baseline), bm.BenchmarkError)
-        gate = clean(lambda: bm.evaluate_gate(levels, baseline, fraction), bm.BenchmarkError)
+        parsed = bserving.parse_bench_serving(text)
+        levels = [bserving.bench_serving_level(parsed, concurrency, 10)] if parsed is not None else []
+        base = clean(lambda: bgate.normalize_baseline(baseline), bprompts.BenchmarkError)
+        gate = clean(lambda: bgate.evaluate_gate(levels, baseline, fraction), bprompts.BenchmarkError)
         if gate is not None:
-            bm.summary_line(levels, gate)
-        bm.render_chart(levels, base or None, 0.9)
+            bgate.summary_line(levels, gate)
+        bchart.render_chart(levels, base or None, 0.9)
 
     def baseline(m):
         return dict((m.pick((str(m.r.randrange(64)), m.junk())), m.number()) for _i in range(m.r.randrange(3)))
@@ -193,6 +198,9 @@ def test_benchmark_bench_serving_and_gate(request):
 
 class _Response(object):
     """What urllib's opener returns, over captured bytes: stream_chat reads them through its real parser."""
+
+    status = 200
+    headers = {"Content-Type": "text/event-stream"}
 
     def __init__(self, data):
         self._stream = io.BytesIO(data)
@@ -207,10 +215,10 @@ class _Response(object):
 def test_benchmark_chat_stream(request, monkeypatch):
     """stream_chat's event-stream parser on mutated SGLang chat streams (only the socket is replaced)."""
     def check(data):
-        monkeypatch.setattr(bm, "_opener", lambda *a, **k: type("Opener", (), {"open": lambda self, req, timeout: _Response(data)})())
-        res = bm.stream_chat("http://127.0.0.1:30000", {"messages": []}, timeout=30, keep_text=True)
-        assert res["ok"] or res["error"]["kind"] in bm.ERROR_KINDS, res["error"]
-        bm.summarize_level(1, [res], 1.0)
+        monkeypatch.setattr(_http, "opener", lambda *a, **k: type("Opener", (), {"open": lambda self, req, timeout: _Response(data)})())
+        res = bclient.stream_chat("http://127.0.0.1:30000", {"messages": []}, timeout=30, keep_text=True)
+        assert res["ok"] or res["error"]["kind"] in bclient.ERROR_KINDS, res["error"]
+        bstats.summarize_level(1, [res], 1.0)
     fuzz(request, lambda m: m.data(SSE), check, 6000)
 
 
