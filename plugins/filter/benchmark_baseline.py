@@ -37,6 +37,9 @@ _value:
   description: The choice.
   type: dict
   contains:
+    ok:
+      description: Whether a baseline (possibly none, with a note) could be chosen.
+      type: bool
     baseline:
       description: Output tok/s by concurrency level; empty when the gate is off.
       type: dict
@@ -44,7 +47,7 @@ _value:
       description: Why the gate is off although a profile was chosen; empty otherwise.
       type: str
     error:
-      description: Why no baseline can be chosen (the profile is not in the file) and how to fix it; null otherwise.
+      description: Why no baseline can be chosen (the profile is not in the file) and how to fix it; empty otherwise.
       type: str
 """
 

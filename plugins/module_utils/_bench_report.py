@@ -112,7 +112,8 @@ def module_options(settings, host, baseline=None):
 
 
 def choose_baseline(settings, profiles=None):
-    """{baseline, note, error}: the gate's baseline, why the gate is off when a profile does not fit, or why none exists.
+    """{ok, baseline, note, error}: the gate's baseline, why the gate is off when a profile does not fit, or (ok false)
+    why none can be chosen.
 
     benchmark_baseline wins; else the profile named benchmark_profile in the profiles document ({profiles: {...}}),
     whose numbers hold for its own dataset only (the reference was measured with random tokens).
@@ -121,21 +122,22 @@ def choose_baseline(settings, profiles=None):
         raise BenchmarkError("settings must map benchmark_* variables to their values")
     given = _setting(settings, "baseline")
     if given is not None:
-        return {"baseline": given, "note": "", "error": None}
+        return {"ok": True, "baseline": given, "note": "", "error": ""}
     doc = profiles if isinstance(profiles, dict) else {}
     table = doc.get("profiles") or {}
     if not isinstance(table, dict):
         table = {}
     name = _setting(settings, "profile")
     if name not in table:
-        return {"baseline": {}, "note": "", "error": (
+        return {"ok": False, "baseline": {}, "note": "", "error": (
             "benchmark_profile %s is not in the baseline file (profiles: %s): add it to benchmark_baseline_file or set "
             "benchmark_baseline" % (name, ", ".join(str(p) for p in table)))}
     profile = table[name] if isinstance(table[name], dict) else {}
     dataset = profile.get("dataset") or "random"
     if dataset != _setting(settings, "dataset"):
-        return {"baseline": {}, "note": "gate off: profile %s was measured with the %s dataset" % (name, dataset), "error": None}
-    return {"baseline": profile.get("output_tok_s") or {}, "note": "", "error": None}
+        return {"ok": True, "baseline": {}, "note": "gate off: profile %s was measured with the %s dataset" % (name, dataset),
+                "error": ""}
+    return {"ok": True, "baseline": profile.get("output_tok_s") or {}, "note": "", "error": ""}
 
 
 def history_runs(text, keep):
