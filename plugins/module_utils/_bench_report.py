@@ -30,6 +30,14 @@ def _setting(settings, name, default=None):
     return settings.get(PREFIX + name, default)
 
 
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
 # Module option <- role setting (benchmark_<name>); None: absent when the setting is empty (null, "", 0).
 BENCHMARK_OPTIONS = (
     ("url", "url"), ("api_key", None), ("model", None), ("engine", "engine"), ("concurrency", "concurrency"),
@@ -128,7 +136,7 @@ def choose_baseline(settings, profiles=None):
     if not isinstance(table, dict):
         table = {}
     name = _setting(settings, "profile")
-    if name not in table:
+    if not isinstance(name, (str, int)) or name not in table:
         return {"ok": False, "baseline": {}, "note": "", "error": (
             "benchmark_profile %s is not in the baseline file (profiles: %s): add it to benchmark_baseline_file or set "
             "benchmark_baseline" % (name, ", ".join(str(p) for p in table)))}
@@ -151,7 +159,11 @@ def history_runs(text, keep):
         except ValueError:
             raise BenchmarkError("history.jsonl line %d is not JSON: repair or delete that line" % number)
         runs.append(run)
-    return runs[-int(keep):]
+    try:
+        keep = int(keep)
+    except (TypeError, ValueError, OverflowError):
+        raise BenchmarkError("benchmark_trend_runs must be a number of runs, got %r" % (keep,))
+    return runs[-keep:]
 
 
 def _by_level(levels, pick):
@@ -180,11 +192,12 @@ def run_record(settings, result, canary, host, gate_note="", now=None):
         raise BenchmarkError("settings must map benchmark_* variables to their values")
     if now is None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    result = result or {}
-    use_canary = canary is not None and _truthy(_setting(settings, "canary"))
-    canary = canary if use_canary else None
-    levels = result.get("levels") or []
-    gate = result.get("gate") or {}
+    if not isinstance(result, dict) or not (canary is None or isinstance(canary, dict)):
+        raise BenchmarkError("result and canary must be the registered results of llmops.sglang.benchmark and "
+                             "llmops.sglang.accuracy_canary")
+    canary = canary if _truthy(_setting(settings, "canary")) else None
+    levels = [lv for lv in result.get("levels") or [] if isinstance(lv, dict)] if isinstance(result.get("levels"), list) else []
+    gate = _dict(result.get("gate"))
     error = result.get("error")
     entry = {
         "time": now,
@@ -196,8 +209,8 @@ def run_record(settings, result, canary, host, gate_note="", now=None):
         "input_tokens": _setting(settings, "input_tokens"),
         "output_tokens": _setting(settings, "output_tokens"),
         "output_tok_s": _by_level(levels, lambda lv: lv.get("aggregate_output_tok_s")),
-        "ttft_p50_ms": _by_level(levels, lambda lv: (lv.get("ttft_ms") or {}).get("p50")),
-        "failed_requests": sum(lv.get("failed") or 0 for lv in levels),
+        "ttft_p50_ms": _by_level(levels, lambda lv: _dict(lv.get("ttft_ms")).get("p50")),
+        "failed_requests": sum(_number(lv.get("failed")) for lv in levels),
         "gate": gate.get("passed") if gate.get("enabled") else None,
         "error": error.get("kind") if isinstance(error, dict) else None,
         "canary": canary.get("summary") if canary else None,
@@ -205,9 +218,9 @@ def run_record(settings, result, canary, host, gate_note="", now=None):
         "canary_hash": canary.get("hash") if canary else None,
     }
     history = history_runs(read_text(os.path.join(host_dir(settings, host), HISTORY_FILE)), _setting(settings, "trend_runs", 10))
-    summary = result.get("summary") or "FAILED: %s" % (result.get("msg") or "")
+    summary = "%s" % (result.get("summary") or "FAILED: %s" % (result.get("msg") or ""))
     if canary is not None:
-        summary += " | canary: " + (canary.get("summary") or "FAILED: %s" % (canary.get("msg") or ""))
+        summary += " | canary: %s" % (canary.get("summary") or "FAILED: %s" % (canary.get("msg") or ""))
     judge = _truthy(_setting(settings, "fail"))
     bench_ok = "levels" in result and error is None and (bool(gate.get("passed")) or not gate.get("enabled"))
     return {

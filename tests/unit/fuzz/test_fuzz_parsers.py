@@ -16,6 +16,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _bench_chart 
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bclient
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_gate as bgate
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_prompts as bprompts
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_report as breport
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_serving as bserving
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_stats as bstats
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
@@ -261,6 +262,60 @@ def test_gpu_preflight(request):
             gp.render_table(result["checks"])
         clean(lambda: preflight(*case), AnsibleFilterError)
     fuzz(request, _preflight_case, check, 4000)
+
+
+def test_gpu_preflight_role(request):
+    """The gpu_preflight role's report and smoke binary on mutated facts and settings (templated strings included)."""
+    def check(case):
+        gpu, toolkit, settings, smoke = case
+        out = clean(lambda: gp.role_report(gpu, toolkit, settings, smoke, "h"), gp.PreflightError)
+        if out is not None:
+            assert out["stamp"]["passed"] == out["result"]["passed"] and list(out["stats"]) == ["h"]
+        clean(lambda: gp.smoke_binary(gpu, toolkit, settings, "src"), gp.PreflightError)
+
+    def settings(m):
+        names = ["gpu_preflight_" + name for name, _key in gp.ROLE_EXPECTATIONS] + ["gpu_preflight_smoke_test", "gpu_preflight_waivers",
+                                                                                   "gpu_preflight_stamp_path", "x"]
+        return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(5)))
+
+    fuzz(request, lambda m: (m.json(GPU_INFO, leaves_only=True), m.json(TOOLKIT, leaves_only=True) if m.chance(2) else None,
+                             m.pick((settings, lambda m: m.value()))(m), m.pick((None, {"rc": 0, "stdout": m.junk()}))), check, 3000)
+
+
+def test_benchmark_role_record(request, tmp_path):
+    """The benchmark role's baseline choice, options and record on mutated settings, results, history and state files."""
+    (tmp_path / "h").mkdir()
+    history, state = tmp_path / "h" / "history.jsonl", tmp_path / "h" / "canary-state.json"
+
+    def check(case):
+        settings, profiles, result, canary, history_text, state_text = case
+        history.write_text(history_text, errors="surrogatepass")
+        state.write_text(state_text, errors="surrogatepass")
+        if isinstance(settings, dict):
+            settings["benchmark_report_dir"] = str(tmp_path)
+        clean(lambda: breport.choose_baseline(settings, profiles), bprompts.BenchmarkError)
+        clean(lambda: breport.module_options(settings, "h", m_baseline(profiles)), bprompts.BenchmarkError)
+        record = clean(lambda: breport.run_record(settings, result, canary, "h"), bprompts.BenchmarkError)
+        if record is not None:
+            json.dumps(record["report"], default=repr)
+
+    def m_baseline(profiles):
+        return profiles if isinstance(profiles, dict) else None
+
+    def settings(m):
+        names = ["benchmark_" + n for n in ("baseline", "profile", "dataset", "canary", "fail", "render_png", "trend_runs", "url",
+                                           "api_key", "num_requests", "run_eval", "report_dir")]
+        return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(6)))
+
+    def history_text(m):
+        return m.pick((lambda: "\n".join(json.dumps(m.value()) for _i in range(m.r.randrange(4))), m.junk))()
+
+    fuzz(request, lambda m: (m.pick((settings, lambda m: m.value()))(m),
+                             m.pick(({"profiles": {"p": {"dataset": m.pick(("random", m.value())), "output_tok_s": m.value()}}},
+                                     m.value())),
+                             m.pick(({"levels": [m.value()], "gate": m.value(), "summary": m.junk()}, m.value(), {})),
+                             m.pick((None, {"passed": m.value(), "summary": m.junk(), "msg": m.value()}, m.value())),
+                             history_text(m), m.pick(('{"version": 1}', m.junk(), ""))), check, 3000)
 
 
 URLS = ["http://127.0.0.1:30000", "https://[fd00::11]:30000/v1/", "http://gpu-01.example:8000", "http://[::1]:30000"]
