@@ -22,7 +22,7 @@ options:
     type: dict
     required: true
   profiles:
-    description: The baseline file's content (C({profiles: {NAME: {dataset, output_tok_s}}})); null when not read.
+    description: "The baseline file's content (C({profiles: {NAME: {dataset, output_tok_s}}})); null when not read."
     type: dict
 """
 

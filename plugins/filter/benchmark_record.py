@@ -13,8 +13,8 @@ version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - From the role's settings and the results of M(llmops.sglang.benchmark) and M(llmops.sglang.accuracy_canary):
-    the history entry, the earlier runs kept for the trend, the JSON report, the end-of-play summary and the verdicts.
+  - "From the role's settings and the results of M(llmops.sglang.benchmark) and M(llmops.sglang.accuracy_canary):
+    the history entry, the earlier runs kept for the trend, the JSON report, the end-of-play summary and the verdicts."
 positional: _input, result, canary, host, gate_note
 options:
   _input:
@@ -63,7 +63,7 @@ _value:
       description: One line for the end-of-play table.
       type: str
     stats:
-      description: C({host: summary}) for C(set_stats).
+      description: "C({host: summary}) for C(set_stats)."
       type: dict
     chart:
       description: The SVG chart; null when the benchmark made none.
@@ -72,10 +72,10 @@ _value:
       description: Whether to render the chart as PNG (C(benchmark_render_png) and a chart).
       type: bool
     benchmark:
-      description: The benchmark's verdict C({judged, passed, msg}); judged when C(benchmark_fail) is on.
+      description: "The benchmark's verdict C({judged, passed, msg}); judged when C(benchmark_fail) is on."
       type: dict
     canary:
-      description: The canary's verdict C({judged, passed, msg}); judged when C(benchmark_fail) is on and the canary ran.
+      description: "The canary's verdict C({judged, passed, msg}); judged when C(benchmark_fail) is on and the canary ran."
       type: dict
 """
 

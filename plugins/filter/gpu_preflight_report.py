@@ -64,7 +64,7 @@ _value:
       description: The host's directory under C(gpu_preflight_report_dir).
       type: str
     stats:
-      description: C({host: verdict}) for C(set_stats), the verdict V(passed) or V(failed) with the failed rules.
+      description: "C({host: verdict}) for C(set_stats), the verdict V(passed) or V(failed) with the failed rules."
       type: dict
     passed_message:
       description: One line with the counts of checks, warnings and waived rules.

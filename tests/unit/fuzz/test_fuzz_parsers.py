@@ -274,8 +274,8 @@ def test_gpu_preflight_role(request):
         clean(lambda: gp.smoke_binary(gpu, toolkit, settings, "src"), gp.PreflightError)
 
     def settings(m):
-        names = ["gpu_preflight_" + name for name, _key in gp.ROLE_EXPECTATIONS] + ["gpu_preflight_smoke_test", "gpu_preflight_waivers",
-                                                                                   "gpu_preflight_stamp_path", "x"]
+        names = ["gpu_preflight_" + name for name, _key in gp.ROLE_EXPECTATIONS]
+        names += ["gpu_preflight_smoke_test", "gpu_preflight_waivers", "gpu_preflight_stamp_path", "x"]
         return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(5)))
 
     fuzz(request, lambda m: (m.json(GPU_INFO, leaves_only=True), m.json(TOOLKIT, leaves_only=True) if m.chance(2) else None,
@@ -304,7 +304,7 @@ def test_benchmark_role_record(request, tmp_path):
 
     def settings(m):
         names = ["benchmark_" + n for n in ("baseline", "profile", "dataset", "canary", "fail", "render_png", "trend_runs", "url",
-                                           "api_key", "num_requests", "run_eval", "report_dir")]
+                                            "api_key", "num_requests", "run_eval", "report_dir")]
         return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(6)))
 
     def history_text(m):

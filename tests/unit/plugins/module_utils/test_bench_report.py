@@ -80,7 +80,8 @@ def test_the_bundled_profile_is_the_baseline_of_its_dataset():
     given = choose(settings(baseline={"1": 50}, dataset="coding"), None)
     assert given == {"ok": True, "baseline": {"1": 50}, "note": "", "error": ""}  # benchmark_baseline wins, the file is not read
     missing = choose(settings(profile="h200x8"), profiles)
-    assert missing["ok"] is False and missing["error"] == ("benchmark_profile h200x8 is not in the baseline file (profiles: rtxpro6000x8-qwen3.5-397b-nvfp4): "
+    assert missing["ok"] is False
+    assert missing["error"] == ("benchmark_profile h200x8 is not in the baseline file (profiles: rtxpro6000x8-qwen3.5-397b-nvfp4): "
                                 "add it to benchmark_baseline_file or set benchmark_baseline")
     assert "(profiles: )" in choose(settings(), {"profiles": None})["error"]
     with pytest.raises(AnsibleFilterError, match="benchmark_baseline: settings must map"):

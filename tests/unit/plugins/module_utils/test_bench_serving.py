@@ -51,7 +51,7 @@ def test_a_bench_serving_count_beyond_float_range_is_text():
 
 def test_bench_serving_argv_is_complete():
     argv = bsv.bench_serving_argv("/opt/sglang/venv/bin/python", "sglang.bench_serving", "http://127.0.0.1:30000", "qwen", 32, 96,
-                                 1024, 512, 0, 2, tokenizer="/models/q", output_file="/tmp/x.jsonl", extra_args=["--flush-cache"])
+                                  1024, 512, 0, 2, tokenizer="/models/q", output_file="/tmp/x.jsonl", extra_args=["--flush-cache"])
     joined = " ".join(argv)
     assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang.bench_serving"]
     for part in ("--backend sglang-oai-chat", "--base-url http://127.0.0.1:30000", "--max-concurrency 32", "--num-prompts 96",
@@ -69,6 +69,6 @@ def test_run_process_reports_timeouts_and_missing_programs():
     gone = bsv.run_process(["/nonexistent/python3"], timeout=5)
     assert gone["rc"] is None and gone["error"] == "cannot run /nonexistent/python3: No such file or directory"
     flood = bsv.run_process([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"], timeout=60,
-                           max_bytes=1 << 20)
+                            max_bytes=1 << 20)
     assert flood["rc"] is None and not flood["timed_out"] and len(flood["stdout"]) <= 1 << 20
     assert flood["error"].startswith("python") and "printed more than 1048576 bytes and was stopped" in flood["error"]
