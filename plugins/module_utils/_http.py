@@ -2,13 +2,17 @@
 # Copyright: contributors to llmops.sglang
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The one URL rule and the one HTTP error vocabulary of every module that talks to a server.
+"""The one URL rule, the one HTTP client and the one HTTP error vocabulary of every module that talks to a server.
 
 * ``parse_base_url`` says what a base URL option may be (http or https, a host, an optional port, nothing else)
   and never lets ``urllib``'s ``ValueError`` out: ``http://[::1`` or ``http://fd00::11:30000`` get a message
   that names the fix. ``host_url`` builds the URL of a host and port (IPv6 in brackets).
 * ``describe_failure`` turns what a request raised (``HTTPError``, ``URLError``, a socket error, bad HTTP) into
   ``(class, message, HTTP status)``; the message says what to do.
+* ``open_url`` sends one request (API key as ``Authorization: Bearer``, no redirects, no proxy for loopback,
+  TLS settings) and returns an ``Answer`` whose reads are bounded in bytes and time: ``read`` for a whole body,
+  ``lines`` for a stream of server-sent events. ``request`` is both for a plain call. Every failure is a
+  ``FetchError`` classified by ``describe_failure``.
 
 Standard library only, Python 3.9+.
 """
@@ -17,10 +21,13 @@ from __future__ import annotations
 
 import http.client
 import ipaddress
+import json
 import socket
 import ssl
+import time
 from urllib import error as urlerror
 from urllib import parse as urlparse
+from urllib import request as urlrequest
 
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_text
 
@@ -31,6 +38,13 @@ MAX_URL_CHARS = 2048
 ERROR_BODY_BYTES = 4096
 SNIPPET_CHARS = 200
 REDACTED = "********"
+DEFAULT_TIMEOUT = 10.0
+# A whole answer read into memory (server_info, model_info, /metrics, a router's worker list).
+MAX_BODY_BYTES = 16 * 1024 * 1024
+READ_CHUNK = 64 * 1024
+USER_AGENT = "llmops.sglang"
+# A stream that stops in the middle of an answer: the server died or a proxy cut the connection.
+DISCONNECTS = (http.client.IncompleteRead, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found",
                  "http_error", "not_json", "too_large")
 
@@ -45,6 +59,16 @@ class OptionError(ValueError):
 
 class UrlError(OptionError):
     """A URL option that cannot be used; the message says how to write it."""
+
+
+class FetchError(Exception):
+    """One classified failure of one request."""
+
+    def __init__(self, cls, message, http_status=None):
+        super(FetchError, self).__init__(message)
+        self.cls = cls
+        self.message = message
+        self.http_status = http_status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,3 +263,137 @@ def describe_failure(exc, url, host, port, timeout, api_key=None):
         return ("http_error", "%s did not answer with valid HTTP (%s): check that url points at the SGLang HTTP port and "
                               "uses the right scheme" % (url, type(exc).__name__), None)
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The client
+
+
+class _NoRedirect(urlrequest.HTTPRedirectHandler):
+    """SGLang never redirects; following one would hand the bearer token to another URL."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+def opener(base, validate_certs=True, use_proxy=True):
+    handlers = [_NoRedirect()]
+    host = urlparse.urlsplit(base).hostname or ""
+    # A proxy cannot reach the managed host's loopback, so never send loopback through one.
+    if not use_proxy or is_loopback(host):
+        handlers.append(urlrequest.ProxyHandler({}))
+    if base.startswith("https://"):
+        ctx = ssl.create_default_context()
+        if not validate_certs:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        handlers.append(urlrequest.HTTPSHandler(context=ctx))
+    return urlrequest.build_opener(*handlers)
+
+
+class Answer(object):
+    """The open response of one request; every read is bounded in bytes and by the request's deadline."""
+
+    def __init__(self, resp, url, host, port, timeout, api_key, deadline):
+        self.resp, self.url, self.host, self.port = resp, url, host, port
+        self.timeout, self.api_key, self.deadline = timeout, api_key, deadline
+        self.status = resp.status
+        self.content_type = resp.headers.get("Content-Type", "") or ""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        try:
+            self.resp.close()
+        except (OSError, http.client.HTTPException):
+            pass
+
+    def _failure(self, exc):
+        kind, msg, status = describe_failure(exc, self.url, self.host, self.port, self.timeout, self.api_key)
+        return FetchError(kind, msg, status)
+
+    def read(self, max_bytes=MAX_BODY_BYTES):
+        """The whole body; FetchError too_large past max_bytes, timeout past the deadline."""
+        # read1 returns what has arrived, so a slowly trickling answer meets the deadline check
+        read = getattr(self.resp, "read1", self.resp.read)
+        chunks, size = [], 0
+        try:
+            while True:
+                if time.monotonic() > self.deadline:
+                    raise FetchError("timeout", "%s did not finish its answer within %ss: raise timeout or check the service"
+                                     % (self.url, seconds_text(self.timeout)))
+                chunk = read(READ_CHUNK)
+                if not chunk:
+                    return b"".join(chunks)
+                size += len(chunk)
+                if size > max_bytes:
+                    raise FetchError("too_large", "%s answered more than %d bytes: this is not an SGLang answer; check url"
+                                     % (self.url, max_bytes))
+                chunks.append(chunk)
+        except (urlerror.URLError, OSError, http.client.HTTPException) as exc:
+            raise self._failure(exc)
+
+    def lines(self, max_line, max_bytes):
+        """Each raw line of a streamed answer (server-sent events) until the server closes it.
+
+        FetchError: malformed_chunk for a line longer than max_line, too_large past max_bytes in all, timeout past
+        the deadline, disconnected when the connection drops mid-answer.
+        """
+        received = 0
+        while True:
+            if time.monotonic() > self.deadline:
+                raise FetchError("timeout", "%s did not finish streaming within %ss: raise the request timeout or check "
+                                            "the server" % (self.url, seconds_text(self.timeout)))
+            try:
+                raw = self.resp.readline(max_line)
+            except DISCONNECTS as exc:
+                raise FetchError("disconnected", "%s dropped the connection mid-answer (%s)" % (self.url, type(exc).__name__))
+            except (urlerror.URLError, OSError, http.client.HTTPException) as exc:
+                raise self._failure(exc)
+            if not raw:
+                return
+            received += len(raw)
+            if received > max_bytes:
+                raise FetchError("too_large", "%s streamed more than %d bytes for one answer: this is not an SGLang chat "
+                                              "stream; check url" % (self.url, max_bytes))
+            if len(raw) == max_line and not raw.endswith(b"\n"):
+                raise FetchError("malformed_chunk", "%s sent an event line longer than %d bytes: this is not an SGLang "
+                                                    "chat stream; check url" % (self.url, max_line))
+            yield raw
+
+
+def open_url(base, path, method="GET", payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True,
+             use_proxy=True, accept="application/json"):
+    """Send one request to base+path (payload, JSON-serialisable or None, as a JSON body): an open Answer.
+
+    FetchError, classified by describe_failure, for anything but a 2xx answer (the error of a non-2xx answer
+    carries its status); UrlError for a base URL that is not one.
+    """
+    base, host, port = parse_base_url(base)
+    url = base + path
+    headers = {"Accept": accept, "User-Agent": USER_AGENT}
+    if api_key:
+        headers["Authorization"] = "Bearer %s" % api_key
+    data = None
+    if payload is not None:
+        data = json.dumps(payload).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+    req = urlrequest.Request(url, data=data, headers=headers, method=method)
+    deadline = time.monotonic() + float(timeout)
+    try:
+        resp = opener(base, validate_certs, use_proxy).open(req, timeout=float(timeout))
+    except (urlerror.URLError, OSError, http.client.HTTPException) as exc:  # HTTPError is a URLError
+        kind, msg, status = describe_failure(exc, url, host, port, timeout, api_key)
+        raise FetchError(kind, msg, status)
+    return Answer(resp, url, host, port, timeout, api_key, deadline)
+
+
+def request(base, path, method="GET", payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True,
+            use_proxy=True, max_bytes=MAX_BODY_BYTES, accept="application/json"):
+    """One whole call: (status, body bytes, content type); FetchError for anything but a 2xx answer."""
+    with open_url(base, path, method, payload, api_key, timeout, validate_certs, use_proxy, accept) as answer:
+        return answer.status, answer.read(max_bytes), answer.content_type

@@ -17,12 +17,10 @@ from __future__ import annotations
 import time
 from urllib import parse as urlparse
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key
+from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, OptionError, check_api_key, request
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
-    FetchError,
     ServerInfoError,
     fetch_endpoint,
-    http_call,
     normalize_url,
     parse_json_object,
 )
@@ -84,7 +82,7 @@ class Router(object):
 
     def _call(self, path, method="GET", payload=None):
         try:
-            status, body, _ctype = http_call(self.url, path, method, payload, self.api_key, self.timeout, self.validate_certs)
+            status, body, _ctype = request(self.url, path, method, payload, self.api_key, self.timeout, self.validate_certs)
         except FetchError as exc:
             if exc.cls == "unauthorized":
                 exc.message = ("HTTP %d from %s%s: the router %s; api_key must be the router's --api-key (the router role's "

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Query a running SGLang server over HTTP and make sense of its answers.
 
-Pure Python (stdlib ``urllib`` only, Python 3.9+), so it runs on managed hosts without
-``requests``. Every failure is turned into a classified error (``refused``, ``timeout``,
+Pure Python (stdlib only, Python 3.9+), so it runs on managed hosts without ``requests``; requests go
+through ``_http``'s client. Every failure is turned into a classified error (``refused``, ``timeout``,
 ``unauthorized``, ``loading``, ...) whose message says what to do; nothing here raises for a
 bad server answer. The API key is sent as ``Authorization: Bearer`` and scrubbed from
 everything returned.
@@ -13,25 +13,16 @@ everything returned.
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
 import json
 import math
 import re
-import ssl
 import time
-from urllib import error as urlerror
-from urllib import parse as urlparse
-from urllib import request as urlrequest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
 from ansible_collections.llmops.sglang.plugins.module_utils._http import (
-    MAX_SECONDS, SNIPPET_CHARS, OptionError, UrlError, check_api_key, describe_failure, parse_base_url, seconds_text, snippet)
+    DEFAULT_TIMEOUT, MAX_SECONDS, SNIPPET_CHARS, FetchError, OptionError, UrlError, check_api_key, parse_base_url, request, snippet)
 
 DEFAULT_URL = "http://127.0.0.1:30000"
-DEFAULT_TIMEOUT = 10.0
-MAX_BODY_BYTES = 16 * 1024 * 1024
-READ_CHUNK = 64 * 1024
 
 # Deeper JSON than this is cut (SGLang answers are a few levels deep).
 MAX_DEPTH = 64
@@ -62,18 +53,8 @@ class ServerInfoError(ValueError):
     """Bad options (not a bad server answer); the message says what to fix."""
 
 
-class FetchError(Exception):
-    """One classified failure of one request."""
-
-    def __init__(self, cls, message, http_status=None):
-        super(FetchError, self).__init__(message)
-        self.cls = cls
-        self.message = message
-        self.http_status = http_status
-
-
 # ---------------------------------------------------------------------------------------------
-# URL and transport
+# URL
 
 
 def normalize_url(url):
@@ -82,94 +63,6 @@ def normalize_url(url):
         return parse_base_url(url)
     except UrlError as exc:
         raise ServerInfoError(str(exc))
-
-
-def is_loopback(host):
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _NoRedirect(urlrequest.HTTPRedirectHandler):
-    """SGLang never redirects; following one would hand the bearer token to another URL."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-def _opener(base, validate_certs, use_proxy):
-    handlers = [_NoRedirect()]
-    host = urlparse.urlsplit(base).hostname or ""
-    # A proxy cannot reach the managed host's loopback, so never send loopback through one.
-    if not use_proxy or is_loopback(host):
-        handlers.append(urlrequest.ProxyHandler({}))
-    if base.startswith("https://"):
-        ctx = ssl.create_default_context()
-        if not validate_certs:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        handlers.append(urlrequest.HTTPSHandler(context=ctx))
-    return urlrequest.build_opener(*handlers)
-
-
-def _read_body(resp, deadline, max_bytes, url, timeout):
-    # read1 returns what has arrived, so a slowly trickling answer meets the deadline check
-    read = getattr(resp, "read1", resp.read)
-    chunks, size = [], 0
-    while True:
-        if time.monotonic() > deadline:
-            raise FetchError("timeout", "%s did not finish its answer within %ss: raise timeout or check the service"
-                             % (url, seconds_text(timeout)))
-        chunk = read(READ_CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > max_bytes:
-            raise FetchError("too_large", "%s answered more than %d bytes: this is not an SGLang answer; check url"
-                             % (url, max_bytes))
-        chunks.append(chunk)
-
-
-def http_get(base, path, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True, use_proxy=True,
-             max_bytes=MAX_BODY_BYTES, accept="application/json"):
-    """GET base+path: (status, body bytes, content type); FetchError for anything but a 2xx answer.
-
-    The error of a non-2xx answer carries the status; its body is not returned.
-    """
-    return http_call(base, path, "GET", None, api_key, timeout, validate_certs, use_proxy, max_bytes, accept)
-
-
-def http_call(base, path, method, payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True, use_proxy=True,
-              max_bytes=MAX_BODY_BYTES, accept="application/json"):
-    """http_get for any method; payload (JSON-serialisable, or None) is sent as a JSON body."""
-    base, host, port = normalize_url(base)
-    url = base + path
-    headers = {"Accept": accept, "User-Agent": "llmops.sglang"}
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
-    data = None
-    if payload is not None:
-        data = json.dumps(payload).encode("utf-8")
-        headers["Content-Type"] = "application/json"
-    req = urlrequest.Request(url, data=data, headers=headers, method=method)
-    deadline = time.monotonic() + float(timeout)
-    try:
-        resp = _opener(base, validate_certs, use_proxy).open(req, timeout=float(timeout))
-        try:
-            body = _read_body(resp, deadline, max_bytes, url, timeout)
-            status = resp.status
-            ctype = resp.headers.get("Content-Type", "") or ""
-        finally:
-            resp.close()
-    except FetchError:
-        raise
-    except (urlerror.URLError, OSError, http.client.HTTPException) as exc:  # HTTPError is a URLError
-        kind, msg, status = describe_failure(exc, url, host, port, timeout, api_key)
-        raise FetchError(kind, msg, status)
-    return status, body, ctype
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,8 +384,8 @@ def fetch_endpoint(base, name, api_key=None, timeout=DEFAULT_TIMEOUT, validate_c
         for i, path in enumerate(paths):
             result["path"] = path
             try:
-                status, body, _ctype = http_get(base, path, api_key, timeout, validate_certs, use_proxy,
-                                                accept="text/plain" if name == "metrics" else "application/json")
+                status, body, _ctype = request(normalize_url(base)[0], path, "GET", None, api_key, timeout, validate_certs,
+                                               use_proxy, accept="text/plain" if name == "metrics" else "application/json")
             except FetchError as exc:
                 result["http_status"] = exc.http_status
                 if exc.cls == "not_found" and i + 1 < len(paths):

@@ -161,7 +161,7 @@ drain:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key
+from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, OptionError, check_api_key
 from ansible_collections.llmops.sglang.plugins.module_utils._router_workers import (
     Router,
     RouterError,
@@ -170,7 +170,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._router_workers impo
     leave,
     url_key,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils._server_info import FetchError, ServerInfoError
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
 
 def main():

@@ -12,7 +12,13 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
 from ansible_collections.llmops.sglang.plugins.filter import worker_url as worker_url_filter
-from ansible_collections.llmops.sglang.plugins.module_utils import _benchmark as bm
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_chart as bchart
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bclient
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_gate as bgate
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_prompts as bprompts
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_report as breport
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_serving as bserving
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_stats as bstats
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
@@ -177,13 +183,13 @@ def test_canary_answers_and_state(request):
 def test_benchmark_bench_serving_and_gate(request):
     def check(case):
         text, baseline, fraction, concurrency = case
-        parsed = bm.parse_bench_serving(text)
-        levels = [bm.bench_serving_level(parsed, concurrency, 10)] if parsed is not None else []
-        base = clean(lambda: bm.normalize_baseline(baseline), bm.BenchmarkError)
-        gate = clean(lambda: bm.evaluate_gate(levels, baseline, fraction), bm.BenchmarkError)
+        parsed = bserving.parse_bench_serving(text)
+        levels = [bserving.bench_serving_level(parsed, concurrency, 10)] if parsed is not None else []
+        base = clean(lambda: bgate.normalize_baseline(baseline), bprompts.BenchmarkError)
+        gate = clean(lambda: bgate.evaluate_gate(levels, baseline, fraction), bprompts.BenchmarkError)
         if gate is not None:
-            bm.summary_line(levels, gate)
-        bm.render_chart(levels, base or None, 0.9)
+            bgate.summary_line(levels, gate)
+        bchart.render_chart(levels, base or None, 0.9)
 
     def baseline(m):
         return dict((m.pick((str(m.r.randrange(64)), m.junk())), m.number()) for _i in range(m.r.randrange(3)))
@@ -194,6 +200,9 @@ def test_benchmark_bench_serving_and_gate(request):
 
 class _Response(object):
     """What urllib's opener returns, over captured bytes: stream_chat reads them through its real parser."""
+
+    status = 200
+    headers = {"Content-Type": "text/event-stream"}
 
     def __init__(self, data):
         self._stream = io.BytesIO(data)
@@ -208,10 +217,10 @@ class _Response(object):
 def test_benchmark_chat_stream(request, monkeypatch):
     """stream_chat's event-stream parser on mutated SGLang chat streams (only the socket is replaced)."""
     def check(data):
-        monkeypatch.setattr(bm, "_opener", lambda *a, **k: type("Opener", (), {"open": lambda self, req, timeout: _Response(data)})())
-        res = bm.stream_chat("http://127.0.0.1:30000", {"messages": []}, timeout=30, keep_text=True)
-        assert res["ok"] or res["error"]["kind"] in bm.ERROR_KINDS, res["error"]
-        bm.summarize_level(1, [res], 1.0)
+        monkeypatch.setattr(_http, "opener", lambda *a, **k: type("Opener", (), {"open": lambda self, req, timeout: _Response(data)})())
+        res = bclient.stream_chat("http://127.0.0.1:30000", {"messages": []}, timeout=30, keep_text=True)
+        assert res["ok"] or res["error"]["kind"] in bclient.ERROR_KINDS, res["error"]
+        bstats.summarize_level(1, [res], 1.0)
     fuzz(request, lambda m: m.data(SSE), check, 6000)
 
 
@@ -254,6 +263,60 @@ def test_gpu_preflight(request):
             gp.render_table(result["checks"])
         clean(lambda: preflight(*case), AnsibleFilterError)
     fuzz(request, _preflight_case, check, 4000)
+
+
+def test_gpu_preflight_role(request):
+    """The gpu_preflight role's report and smoke binary on mutated facts and settings (templated strings included)."""
+    def check(case):
+        gpu, toolkit, settings, smoke = case
+        out = clean(lambda: gp.role_report(gpu, toolkit, settings, smoke, "h"), gp.PreflightError)
+        if out is not None:
+            assert out["stamp"]["passed"] == out["result"]["passed"] and list(out["stats"]) == ["h"]
+        clean(lambda: gp.smoke_binary(gpu, toolkit, settings, "src"), gp.PreflightError)
+
+    def settings(m):
+        names = ["gpu_preflight_" + name for name, _key in gp.ROLE_EXPECTATIONS]
+        names += ["gpu_preflight_smoke_test", "gpu_preflight_waivers", "gpu_preflight_stamp_path", "x"]
+        return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(5)))
+
+    fuzz(request, lambda m: (m.json(GPU_INFO, leaves_only=True), m.json(TOOLKIT, leaves_only=True) if m.chance(2) else None,
+                             m.pick((settings, lambda m: m.value()))(m), m.pick((None, {"rc": 0, "stdout": m.junk()}))), check, 3000)
+
+
+def test_benchmark_role_record(request, tmp_path):
+    """The benchmark role's baseline choice, options and record on mutated settings, results, history and state files."""
+    (tmp_path / "h").mkdir()
+    history, state = tmp_path / "h" / "history.jsonl", tmp_path / "h" / "canary-state.json"
+
+    def check(case):
+        settings, profiles, result, canary, history_text, state_text = case
+        history.write_text(history_text, errors="surrogatepass")
+        state.write_text(state_text, errors="surrogatepass")
+        if isinstance(settings, dict):
+            settings["benchmark_report_dir"] = str(tmp_path)
+        clean(lambda: breport.choose_baseline(settings, profiles), bprompts.BenchmarkError)
+        clean(lambda: breport.module_options(settings, "h", m_baseline(profiles)), bprompts.BenchmarkError)
+        record = clean(lambda: breport.run_record(settings, result, canary, "h"), bprompts.BenchmarkError)
+        if record is not None:
+            json.dumps(record["report"], default=repr)
+
+    def m_baseline(profiles):
+        return profiles if isinstance(profiles, dict) else None
+
+    def settings(m):
+        names = ["benchmark_" + n for n in ("baseline", "profile", "dataset", "canary", "fail", "render_png", "trend_runs", "url",
+                                            "api_key", "num_requests", "run_eval", "report_dir")]
+        return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(6)))
+
+    def history_text(m):
+        return m.pick((lambda: "\n".join(json.dumps(m.value()) for _i in range(m.r.randrange(4))), m.junk))()
+
+    fuzz(request, lambda m: (m.pick((settings, lambda m: m.value()))(m),
+                             m.pick(({"profiles": {"p": {"dataset": m.pick(("random", m.value())), "output_tok_s": m.value()}}},
+                                     m.value())),
+                             m.pick(({"levels": [m.value()], "gate": m.value(), "summary": m.junk()}, m.value(), {})),
+                             m.pick((None, {"passed": m.value(), "summary": m.junk(), "msg": m.value()}, m.value())),
+                             history_text(m), m.pick(('{"version": 1}', m.junk(), ""))), check, 3000)
 
 
 URLS = ["http://127.0.0.1:30000", "https://[fd00::11]:30000/v1/", "http://gpu-01.example:8000", "http://[::1]:30000"]

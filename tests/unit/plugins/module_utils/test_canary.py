@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _benchmark as bm
+from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bcl
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 
 from sim_harness import SIM, Sim, free_port  # tests/unit/sim_harness.py
@@ -163,8 +163,8 @@ def test_run_eval_argv():
 
 
 def run_canary(url, checks, contexts=(2048, 8192), depths=(0.1, 0.5, 0.9)):
-    client = bm.Client(url, timeout=60)
-    model, max_len, _spec, err = bm.discover(client)
+    client = bcl.Client(url, timeout=60)
+    model, max_len, _spec, err = bcl.discover(client)
     assert err is None
     items, _w = cn.build_items(checks, 0, list(contexts), list(depths), max_model_len=max_len)
     cn.ask_all(client, items, model, parallel=3)
@@ -201,7 +201,7 @@ def test_canary_fails_when_recall_degrades_with_depth(sims):
 
 
 def test_canary_with_the_server_down_reports_errors():
-    client = bm.Client("http://127.0.0.1:%d" % free_port(), timeout=5)
+    client = bcl.Client("http://127.0.0.1:%d" % free_port(), timeout=5)
     items, _w = cn.build_items(["coding"])
     cn.ask_all(client, items, "m", parallel=2)
     res = cn.score_check(items, "coding", 1.0)

@@ -1,7 +1,8 @@
-"""The preflight rule engine on real facts: gpu_info/cuda_toolkit_info results captured on an H200 host, and
+"""The preflight rule engine (and the gpu_preflight role's use of it) on real facts: gpu_info/cuda_toolkit_info results captured on an H200 host, and
 gpu_info results gathered from the lab's simulated nvidia-smi profiles (built from real outputs)."""
 
 import copy
+import hashlib
 import json
 import os
 import pathlib
@@ -10,10 +11,14 @@ import subprocess
 import tempfile
 
 import pytest
+import yaml
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.sglang.plugins.filter.gpu_preflight import FilterModule
+from ansible_collections.llmops.sglang.plugins.filter.gpu_preflight_report import FilterModule as ReportFilter
+from ansible_collections.llmops.sglang.plugins.filter.gpu_smoke_binary import FilterModule as SmokeFilter
+from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_preflight as gpf
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils._gpu_preflight import RULES, PreflightError, evaluate
 
@@ -351,3 +356,76 @@ def test_free_memory_as_a_fraction_of_each_gpu(h200):
     assert [f["found"] for f in both["failed"] if f["rule"] == "gpu_memory_free"] == ["83000 MiB free on GPU 5, 85000 MiB needed (GPU 5 short)"]
     with pytest.raises(PreflightError, match="min_free_fraction"):
         evaluate(facts, h200["cuda_toolkit_info"], {"min_free_fraction": 1.5})
+
+
+# ---------------------------------------------------------------------------------------------
+# The gpu_preflight role: its settings, stamp, report and smoke binary
+
+ROLE = ROOT / "roles" / "gpu_preflight"
+
+
+def role_defaults():
+    return yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+
+
+def test_every_expectation_comes_from_a_role_setting():
+    defaults = role_defaults()
+    for setting, key in gpf.ROLE_EXPECTATIONS:
+        assert gpf.ROLE_PREFIX + setting in defaults and key in gpf.DEFAULT_EXPECTATIONS
+    # the role's defaults are the expectations it evaluates: mem_fraction_static is the free fraction required
+    exp = gpf.normalize_expectations(gpf.role_expectations(defaults))
+    assert exp["min_free_fraction"] == defaults["gpu_preflight_mem_fraction_static"] == 0.85
+    assert (exp["gpu_count"], exp["compute_capability"], exp["toolkit_archs"]) == (8, "12.0", ["sm_120a"])
+    # values templated into strings, and settings of other roles or tests, change nothing
+    assert gpf.role_expectations({"gpu_preflight_gpu_count": "1", "gpu_preflight_expected_failures": []}) == {"gpu_count": "1"}
+    with pytest.raises(PreflightError, match="settings must map"):
+        gpf.role_expectations(["gpu_preflight_gpu_count"])
+
+
+def test_role_report_on_the_h200(h200):
+    settings = dict(role_defaults(), gpu_preflight_waivers=[{"rule": "persistence_mode", "reason": "set at boot later"}])
+    out = ReportFilter().filters()["gpu_preflight_report"](h200["gpu_info"], h200["cuda_toolkit_info"], settings, None, "gpu-07")
+    result = out["result"]
+    assert result == evaluate(h200["gpu_info"], h200["cuda_toolkit_info"], gpf.role_expectations(settings), settings["gpu_preflight_waivers"])
+    failed = rules(result)
+    assert "compute_capability" in failed and "gpu_count" in failed  # one H200 (9.0) against 8 x SM120
+    assert out["stamp"]["passed"] is False and out["stamp"]["failed_rules"] == failed
+    assert out["stamp"]["gpus"] == [g["uuid"] for g in h200["gpu_info"]["gpus"]] and out["stamp"]["gpus"][0].startswith("GPU-")
+    assert out["stamp"]["driver_version"] == h200["gpu_info"]["driver_version"]
+    assert out["stamp"]["cuda_toolkit"] == h200["cuda_toolkit_info"]["release"]
+    assert out["stats"] == {"gpu-07": "failed: " + ",".join(failed)}
+    assert out["failed_message"].startswith("GPU preflight failed on gpu-07:\nRULE ") and "compute_capability" in out["failed_message"]
+    assert out["report"]["host"] == "gpu-07" and out["report"]["result"] is result and out["report"]["nvcc"] == h200["cuda_toolkit_info"]["nvcc"]
+    assert out["stamp_dir"] == "/run/llmops-sglang" and out["report_dir"].endswith("/reports/gpu-07")
+    # what the H200 offers passes when that is what is expected
+    fits = dict(settings, gpu_preflight_gpu_count=1, gpu_preflight_compute_capability="9.0", gpu_preflight_toolkit_archs=[],
+                gpu_preflight_kernel_module="any", gpu_preflight_persistence_mode=False, gpu_preflight_mem_fraction_static=None,
+                gpu_preflight_driver_min_branch=0, gpu_preflight_cuda_toolkit_min=None, gpu_preflight_require_toolkit=False)
+    ok = gpf.role_report(h200["gpu_info"], h200["cuda_toolkit_info"], fits, None, "gpu-07")
+    assert ok["result"]["passed"], ok["result"]["failed"]
+    assert ok["stats"] == {"gpu-07": "passed"} and ok["stamp"]["failed_rules"] == []
+    assert ok["passed_message"] == "GPU preflight passed (%d checks, %d warnings, %d waived)" % (
+        len(ok["result"]["checks"]), len(ok["result"]["warnings"]), len(ok["result"]["waived"]))
+
+
+def test_role_report_when_nvidia_smi_failed():
+    failed = {"ok": False, "failure": {"class": "not_installed", "message": "nvidia-smi not found"}, "gpus": None}
+    out = gpf.role_report(failed, None, role_defaults(), None, "h")
+    assert out["stamp"]["gpus"] == [] and out["stamp"]["failed_rules"] == ["gpu_query", "cuda_toolkit"]
+    assert out["report"]["failure"]["class"] == "not_installed" and out["stamp"]["cuda_toolkit"] is None
+
+
+def test_smoke_binary_names_the_source_and_the_gpus(h200):
+    source = (ROLE / "files" / "gpu_smoke.cu").read_text()
+    on = dict(role_defaults(), gpu_preflight_smoke_test=True)
+    path = SmokeFilter().filters()["gpu_smoke_binary"](h200["gpu_info"], h200["cuda_toolkit_info"], on, source)
+    caps = ",".join(str(g["compute_capability"]) for g in h200["gpu_info"]["gpus"])
+    # the name the role gave it before: (source ~ capabilities) | hash('sha1')
+    assert path == "/var/cache/llmops-sglang/gpu-smoke/gpu_smoke-" + hashlib.sha1((source + caps).encode()).hexdigest()
+    assert gpf.smoke_binary(h200["gpu_info"], h200["cuda_toolkit_info"], on, source + "// changed") != path
+    assert gpf.smoke_binary(h200["gpu_info"], h200["cuda_toolkit_info"], role_defaults(), source) is None  # off by default
+    assert gpf.smoke_binary(h200["gpu_info"], h200["cuda_toolkit_info"], dict(on, gpu_preflight_smoke_test="false"), source) is None
+    assert gpf.smoke_binary(dict(h200["gpu_info"], ok=False), h200["cuda_toolkit_info"], on, source) is None
+    assert gpf.smoke_binary(h200["gpu_info"], dict(h200["cuda_toolkit_info"], installed=False), on, source) is None
+    with pytest.raises(AnsibleFilterError, match="gpu_smoke_binary: settings must map"):
+        SmokeFilter().filters()["gpu_smoke_binary"](h200["gpu_info"], None, None, source)

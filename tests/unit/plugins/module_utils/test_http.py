@@ -163,3 +163,35 @@ def test_connection_failures():
         cls, msg, _status = _http.describe_failure(_raised(url, timeout=0.3), url, "127.0.0.1", 1, 0.3)
     assert cls == "timeout" and "within 0.3s" in msg
     assert _http.describe_failure(KeyError("x"), url, "h", 1, 1) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# The client: the same classes and messages as describe_failure, whoever calls it
+
+
+@pytest.mark.parametrize("code,cls", [(404, "not_found"), (401, "unauthorized"), (503, "loading"), (500, "http_error")])
+def test_the_client_classifies_through_describe_failure(server, code, cls):
+    with pytest.raises(_http.FetchError) as exc:
+        _http.request(server, "/%d" % code, api_key="sk-test-key-1", timeout=5)
+    url = "%s/%d" % (server, code)
+    expected = _http.describe_failure(_raised(url), url, "127.0.0.1", 1, 5, api_key="sk-test-key-1")
+    assert (exc.value.cls, exc.value.message, exc.value.http_status) == expected
+    assert "sk-test-key-1" not in exc.value.message
+
+
+def test_the_client_bounds_bodies_and_streams(server):
+    status, body, _ctype = _http.request(server, "/200", timeout=5)
+    assert status == 200 and body == b'{"error": "boom sk-test-key-1"}'
+    with pytest.raises(_http.FetchError, match="answered more than 10 bytes") as exc:
+        _http.request(server, "/200", timeout=5, max_bytes=10)
+    assert exc.value.cls == "too_large"
+    with _http.open_url(server, "/200", timeout=5) as answer:
+        with pytest.raises(_http.FetchError, match="streamed more than 8 bytes") as exc:
+            list(answer.lines(4096, 8))
+    assert exc.value.cls == "too_large"
+    with _http.open_url(server, "/200", timeout=5) as answer:
+        with pytest.raises(_http.FetchError, match="an event line longer than 4 bytes") as exc:
+            list(answer.lines(4, 1 << 20))
+    assert exc.value.cls == "malformed_chunk"
+    with pytest.raises(_http.UrlError, match="no scheme"):
+        _http.request("127.0.0.1:1", "/")

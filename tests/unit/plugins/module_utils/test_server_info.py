@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 
 KEY = "sk-test-7f3a9c1e"
@@ -400,8 +401,8 @@ def test_invalid_http_answer(fake):
 
 def test_too_large_body(fake):
     fake.route("/server_info", b"x" * 5000)
-    with pytest.raises(si.FetchError) as exc:
-        si.http_get(fake.url, "/server_info", max_bytes=1000, timeout=5)
+    with pytest.raises(_http.FetchError) as exc:
+        _http.request(fake.url, "/server_info", max_bytes=1000, timeout=5)
     assert exc.value.cls == "too_large"
 
 
@@ -432,8 +433,8 @@ def test_unknown_endpoint():
 
 
 def test_loopback_detection():
-    assert si.is_loopback("127.0.0.1") and si.is_loopback("::1") and si.is_loopback("localhost")
-    assert not si.is_loopback("10.0.0.1") and not si.is_loopback("sglang.example.org")
+    assert _http.is_loopback("127.0.0.1") and _http.is_loopback("::1") and _http.is_loopback("localhost")
+    assert not _http.is_loopback("10.0.0.1") and not _http.is_loopback("sglang.example.org")
 
 
 def test_loopback_ignores_proxy_environment(fake, monkeypatch):

@@ -1,0 +1,101 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Servers the benchmark client tests talk to: the lab's SGLang simulator (a real subprocess) and small local HTTP
+servers answering what a test scripts (``CannedServers.make``)."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sim_harness import Sim  # tests/unit/sim_harness.py
+
+# Simulator settings of the rate tests: 80 tok/s alone, 80 ms TTFT, 5% slower per extra running request.
+RATE, TTFT_MS, SLOWDOWN = 80.0, 80.0, 0.05
+
+
+def rate_sim(directory):
+    """The simulator of the rate tests (stop() it)."""
+    return Sim(directory, ["--sim-tokens-per-second", str(RATE), "--sim-ttft-ms", str(TTFT_MS),
+                           "--sim-batch-slowdown", str(SLOWDOWN)])
+
+
+class Canned(object):
+    """A local HTTP server answering /v1/models and /v1/chat/completions with what a test scripts."""
+
+    def __init__(self, chat=None, models_status=200, stall=0.0):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_a):
+                return
+
+            def _json(self, code, obj):
+                raw = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self):
+                if self.path == "/v1/models":
+                    self._json(models_status, {"object": "list", "data": [{"id": "canned", "max_model_len": 32768}]}
+                               if models_status == 200 else {"message": "not ready"})
+                else:
+                    self._json(404, {"detail": "Not Found"})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if stall:
+                    time.sleep(stall)
+                try:
+                    chat(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+
+        class Httpd(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+
+        self.httpd = Httpd(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def sse(handler, lines, done=True):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    for line in lines:
+        handler.wfile.write(line if isinstance(line, bytes) else ("data: %s\n\n" % json.dumps(line)).encode())
+        handler.wfile.flush()
+    if done:
+        handler.wfile.write(b"data: [DONE]\n\n")
+    handler.close_connection = True
+
+
+def chunk(text):
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+
+
+class CannedServers(object):
+    """Canned servers made by one test, closed together."""
+
+    def __init__(self):
+        self.servers = []
+
+    def make(self, **kw):
+        self.servers.append(Canned(**kw))
+        return self.servers[-1]
+
+    def close(self):
+        for s in self.servers:
+            s.close()
