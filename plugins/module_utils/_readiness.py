@@ -31,7 +31,7 @@ import os
 import re
 import time
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, UrlError, parse_base_url, request
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream as stream_output
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor
@@ -46,6 +46,8 @@ MASK = "********"
 # Keep returned log text short: it ends up in play output.
 MESSAGE_CHARS = 400
 CMDLINE_CHARS = 2000
+# Bytes of a health answer read (its status is what counts).
+HEALTH_BODY_BYTES = 65536
 # After systemd reports a dead process, journald may still hold its last lines: read again this often.
 LATE_LOG_READS = 3
 LATE_LOG_DELAY = 0.3
@@ -71,22 +73,13 @@ UnitError = SystemdError
 
 
 def http_status(url, timeout):
-    """(HTTP status or None, error text or None) of a GET, never through a proxy."""
-    import http.client
-    import urllib.error
-    import urllib.request
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    """(HTTP status or None, error text or None) of a GET, never through a proxy (_http's client)."""
     try:
-        with opener.open(url, timeout=timeout) as resp:
-            resp.read(1024)
-            return resp.status, None
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
-    except urllib.error.URLError as exc:
-        return None, str(exc.reason)
-    except (OSError, http.client.HTTPException) as exc:
-        return None, str(exc) or type(exc).__name__
+        return request(url, "", timeout=timeout, use_proxy=False, max_bytes=HEALTH_BODY_BYTES)[0], None
+    except FetchError as exc:
+        return exc.http_status, None if exc.http_status else exc.message
+    except UrlError as exc:
+        return None, str(exc)
 
 
 def mask_text(text):

@@ -497,3 +497,35 @@ def test_a_real_failed_unit_reads_as_exited(fixtures_dir):
     assert r._failure_reason(state) == ("exited", "the main process exited with status 1 (Result=exit-code)")
     not_found = (fixtures_dir / "tool-outputs" / "systemctl-show" / "show-not-found.txt").read_bytes()
     assert r.show_unit(lambda argv, timeout=None: (0, not_found, ""), "systemctl", "x.service")["LoadState"] == "not-found"
+
+
+def test_http_status_asks_a_real_server_through_the_one_client():
+    import http.server
+    import socket
+    import threading
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            code = 200 if self.path == "/health" else 503
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = "http://127.0.0.1:%d" % server.server_port
+        assert r.http_status(base + "/health", 5) == (200, None)
+        assert r.http_status(base + "/health_generate", 5) == (503, None)
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    status, error = r.http_status("http://127.0.0.1:%d/health" % free, 5)
+    assert status is None and "refused" in error
+    assert r.http_status("http://fd00::11:30000/health", 5)[1].startswith("url ")
