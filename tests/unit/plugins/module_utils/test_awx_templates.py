@@ -4,6 +4,7 @@
 """The lookup awx_job_templates on playbooks/awx.yml's own job templates and the real surveys under awx/surveys."""
 
 import pathlib
+import warnings
 
 import pytest
 import yaml
@@ -20,8 +21,15 @@ def _templates():
     return yaml.load((ROOT / "playbooks" / "awx.yml").read_text(), Loader=loader)[0]["vars"]["awx_job_templates"]  # noqa: S506
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _plugin_loader():
+    """The lookup's options come from its documentation, which only Ansible's plugin loader reads."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "AnsibleCollectionFinder has already been configured" after another test
+        init_plugin_loader([str(ROOT / "collections")])
+
+
 def run(terms, surveys=ROOT / "awx" / "surveys"):
-    init_plugin_loader([str(ROOT / "collections")])
     lookup = lookup_loader.get("llmops.sglang.awx_job_templates")
     return lookup.run(terms, variables={}, root=str(ROOT), surveys=str(surveys))
 
