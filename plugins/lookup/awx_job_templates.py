@@ -82,8 +82,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils._awx_templates impor
 
 class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
-        self.set_options(var_options=variables, direct=kwargs)
-        root, surveys = self.get_option("root"), self.get_option("surveys")
+        root, surveys = kwargs.get("root"), kwargs.get("surveys")
+        if not root or not surveys:
+            raise AnsibleLookupError("awx_job_templates needs root (the project tree) and surveys (the survey directory)")
         result = []
         for entry in terms:
             try:

@@ -4,13 +4,12 @@
 """The lookup awx_job_templates on playbooks/awx.yml's own job templates and the real surveys under awx/surveys."""
 
 import pathlib
-import warnings
 
 import pytest
 import yaml
 from ansible.errors import AnsibleLookupError
 
-from ansible.plugins.loader import init_plugin_loader, lookup_loader
+from ansible_collections.llmops.sglang.plugins.lookup.awx_job_templates import LookupModule
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 
@@ -21,17 +20,8 @@ def _templates():
     return yaml.load((ROOT / "playbooks" / "awx.yml").read_text(), Loader=loader)[0]["vars"]["awx_job_templates"]  # noqa: S506
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _plugin_loader():
-    """The lookup's options come from its documentation, which only Ansible's plugin loader reads."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "AnsibleCollectionFinder has already been configured" after another test
-        init_plugin_loader([str(ROOT / "collections")])
-
-
 def run(terms, surveys=ROOT / "awx" / "surveys"):
-    lookup = lookup_loader.get("llmops.sglang.awx_job_templates")
-    return lookup.run(terms, variables={}, root=str(ROOT), surveys=str(surveys))
+    return LookupModule().run(terms, variables={}, root=str(ROOT), surveys=str(surveys))
 
 
 def test_the_project_s_job_templates_get_their_surveys():
@@ -58,3 +48,8 @@ def test_a_template_without_its_playbook_is_marked_and_an_empty_survey_is_off(tm
 def test_a_bad_entry_is_named(entry, match):
     with pytest.raises(AnsibleLookupError, match=match):
         run([entry])
+
+
+def test_root_and_surveys_are_required():
+    with pytest.raises(AnsibleLookupError, match="needs root"):
+        LookupModule().run(_templates(), variables={}, root=str(ROOT))
