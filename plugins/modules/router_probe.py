@@ -184,7 +184,7 @@ def main():
             ready_timeout=dict(type="float", default=600),
             requests=dict(type="int", default=8),
             rounds=dict(type="int", default=3),
-            max_tokens=dict(type="int", default=8),
+            max_tokens=dict(type="int", default=8, no_log=False),
             timeout=dict(type="float", default=120),
         ),
         supports_check_mode=False,
