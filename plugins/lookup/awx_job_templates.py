@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: awx_job_templates
+short_description: The AWX job templates of this project, each with its survey
+version_added: 0.1.0
+author:
+  - llmops maintainers (@llmops)
+description:
+  - For each job template entry, says whether the project tree on the controller holds its playbook and loads its
+    survey file, ready for M(awx.awx.job_template). A survey that asks nothing turns the survey off.
+options:
+  _terms:
+    description: Job template entries C({name, description, playbook, survey, job_type}).
+    type: list
+    elements: dict
+    required: true
+  root:
+    description: The project tree on the controller (playbooks are relative to it).
+    type: path
+    required: true
+  surveys:
+    description: The directory of the survey files (C(survey) is relative to it).
+    type: path
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Create the job templates whose playbook the project holds
+  awx.awx.job_template:
+    name: "{{ item.name }}"
+    playbook: "{{ item.playbook }}"
+    survey_enabled: "{{ item.survey_enabled }}"
+    survey_spec: "{{ item.survey_spec or omit }}"
+  loop: "{{ q('llmops.sglang.awx_job_templates', *awx_job_templates, root=playbook_dir ~ '/..', surveys='awx/surveys') }}"
+  when: item.present
+"""
+
+RETURN = r"""
+_list:
+  description: One entry per job template.
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The job template's name.
+      type: str
+    description:
+      description: Its description.
+      type: str
+    playbook:
+      description: Its playbook, relative to the project.
+      type: str
+    job_type:
+      description: Its job type.
+      type: str
+    present:
+      description: Whether the project holds the playbook (a template without one is skipped).
+      type: bool
+    survey_enabled:
+      description: Whether the survey asks anything.
+      type: bool
+    survey_spec:
+      description: The survey (name, description, spec); null when it asks nothing.
+      type: dict
+"""
+
+import os
+
+import yaml
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.llmops.sglang.plugins.module_utils._awx_templates import TemplateError, check_entry, job_template
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        root, surveys = kwargs.get("root"), kwargs.get("surveys")
+        if not root or not surveys:
+            raise AnsibleLookupError("awx_job_templates needs root (the project tree) and surveys (the survey directory)")
+        result = []
+        for entry in terms:
+            try:
+                check_entry(entry)
+                path = os.path.join(surveys, entry["survey"])
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        survey = yaml.safe_load(f)
+                except (OSError, yaml.YAMLError) as exc:
+                    raise AnsibleLookupError("cannot read the survey %s: %s" % (path, exc))
+                result.append(job_template(entry, os.path.isfile(os.path.join(root, entry["playbook"])), survey))
+            except TemplateError as exc:
+                raise AnsibleLookupError(str(exc))
+        return result

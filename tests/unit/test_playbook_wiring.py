@@ -1,0 +1,102 @@
+# Copyright: contributors to llmops.sglang
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The playbooks hand the server's settings to the audit and the benchmark in one way.
+
+Each playbook's first play is rendered by ansible-playbook as it is (its vars and vars_files), with its roles replaced
+by a task that writes what the audit and the benchmark would get: the URL must parse by the collection's URL rule
+for an IPv6 bind, and the server's API key must reach both in site.yml, audit.yml and benchmark.yml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml"]
+WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model"]
+KEY = "sk-wiring-test-2f8d"
+
+
+def _load(path):
+    """YAML with Ansible's !unsafe tag read as a plain string."""
+    loader = type("UnsafeLoader", (yaml.SafeLoader,), {})
+    loader.add_constructor("!unsafe", lambda ld, node: ld.construct_scalar(node))
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=loader)  # noqa: S506 - SafeLoader subclass
+
+
+# One host per case: the server's settings as an inventory gives them.
+HOSTS = {
+    "ipv6": {"sglang_server_host": "fd00::11", "sglang_server_port": 30001, "sglang_server_api_key": KEY,
+             "sglang_server_unit": "sglang-a", "sglang_server_model_path": "/models/a", "sglang_server_served_model_name": "a"},
+    "wildcard6": {"sglang_server_host": "::"},
+    "wildcard4": {"sglang_server_host": "0.0.0.0", "sglang_server_api_key": KEY},
+    "address": {"sglang_server_host": "10.0.0.11"},
+    "unset": {},
+}
+
+
+@pytest.fixture(scope="module", params=PLAYBOOKS)
+def wired(request, tmp_path_factory):
+    """What the audit and the benchmark get from the playbook's first play, per host: the play rendered by
+    ansible-playbook with its own vars and vars_files, its roles and tasks replaced by one that writes the values."""
+    tmp = tmp_path_factory.mktemp("wiring")
+    play = _load(ROOT / "playbooks" / request.param)[0]
+    values = "{%s}" % ", ".join("'%s': %s | default('unwired')" % (k, k) for k in WIRED)
+    probe = {
+        "hosts": play["hosts"],
+        "gather_facts": False,
+        "vars": play.get("vars") or {},
+        "vars_files": [str(ROOT / "playbooks" / f) for f in play.get("vars_files") or []],
+        "tasks": [{"ansible.builtin.copy": {"dest": str(tmp) + "/{{ inventory_hostname }}.json", "mode": "0600",
+                                            "content": "{{ %s | to_json }}" % values}}],
+    }
+    (tmp / "play.yml").write_text(yaml.safe_dump([probe]))
+    hosts = {h: dict(v, ansible_connection="local", ansible_python_interpreter=sys.executable) for h, v in HOSTS.items()}
+    (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts}}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.yml"),
+                           str(tmp / "play.yml")], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {h: json.loads((tmp / ("%s.json" % h)).read_text()) for h in HOSTS}
+
+
+def test_an_ipv6_bind_gives_a_url_that_parses(wired):
+    assert wired["ipv6"]["audit_url"] == wired["ipv6"]["benchmark_url"] == "http://[fd00::11]:30001"
+    assert parse_base_url(wired["ipv6"]["audit_url"]) == ("http://[fd00::11]:30001", "fd00::11", 30001)
+
+
+def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
+    assert wired["ipv6"] == {"audit_unit": "sglang-a", "audit_url": "http://[fd00::11]:30001", "audit_api_key": KEY,
+                             "audit_checkpoint": "/models/a", "benchmark_url": "http://[fd00::11]:30001",
+                             "benchmark_api_key": KEY, "benchmark_model": "a"}
+    assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"]["benchmark_api_key"] == KEY
+    assert wired["unset"]["audit_api_key"] is None and wired["unset"]["benchmark_api_key"] is None
+
+
+@pytest.mark.parametrize("host, url", [("unset", "http://127.0.0.1:30000"), ("wildcard4", "http://127.0.0.1:30000"),
+                                       ("wildcard6", "http://[::1]:30000"), ("address", "http://10.0.0.11:30000")])
+def test_the_url_is_the_server_s_on_its_own_host(wired, host, url):
+    assert wired[host]["audit_url"] == wired[host]["benchmark_url"] == url
+    parse_base_url(url)
+
+
+def test_every_play_with_the_audit_or_the_benchmark_is_wired():
+    """A play that runs the audit or benchmark role loads the one wiring (so none is left without the key)."""
+    for path in sorted((ROOT / "playbooks").glob("*.yml")):
+        for play in _load(path) or []:
+            text = json.dumps(play)
+            if "llmops.sglang.audit" in text or "llmops.sglang.benchmark" in text:
+                assert "vars/server_wiring.yml" in (play.get("vars_files") or []), path.name
+                assert not set(WIRED) & set(play.get("vars") or {}), "%s wires the server a second time" % path.name
