@@ -21,12 +21,11 @@ import threading
 import time
 import uuid
 
+from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, request
 from ansible_collections.llmops.sglang.plugins.module_utils._router_workers import Router, RouterError, url_key
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
-    FetchError,
     ServerInfoError,
     fetch_endpoint,
-    http_call,
     parse_json_object,
     parse_prometheus,
 )
@@ -53,7 +52,7 @@ def wait_ready(router, need, timeout, interval=2.0, clock=time.monotonic, sleep=
     deadline = clock() + timeout
     while True:
         try:
-            _status, body, _ctype = http_call(router, "/readiness", "GET", timeout=10)
+            _status, body, _ctype = request(router, "/readiness", "GET", timeout=10)
             answer = parse_json_object(body, router + "/readiness")
             last = "healthy_workers %s of total_workers %s" % (answer.get("healthy_workers"), answer.get("total_workers"))
             healthy = answer.get("healthy_workers")
@@ -73,7 +72,7 @@ def router_counts(metrics_url, timeout):
     if not metrics_url:
         return None
     try:
-        _status, body, _ctype = http_call(metrics_url, "", "GET", timeout=timeout, accept="text/plain")
+        _status, body, _ctype = request(metrics_url, "", "GET", timeout=timeout, accept="text/plain")
     except (FetchError, ServerInfoError):
         return None
     counts = {}
@@ -105,7 +104,7 @@ def burst(router, api_key, model, n, max_tokens, timeout):
         body = {"model": model, "prompt": "%s router probe: say ok." % uuid.uuid4().hex, "max_tokens": max_tokens,
                 "temperature": 0}
         try:
-            http_call(router, "/v1/completions", "POST", body, api_key, timeout)
+            request(router, "/v1/completions", "POST", body, api_key, timeout)
         except FetchError as exc:
             with lock:
                 failures.append(exc.message)
@@ -142,7 +141,7 @@ def probe(router_url, expected, metrics_url=None, api_key=None, requests=8, roun
         result["error"] = "the router lists no healthy worker"
         return result
     try:
-        _status, body, _ctype = http_call(router, "/v1/models", "GET", None, api_key, timeout)
+        _status, body, _ctype = request(router, "/v1/models", "GET", None, api_key, timeout)
         models = parse_json_object(body, router + "/v1/models", api_key).get("data") or [{}]
     except FetchError as exc:
         raise ProbeError(exc.message)
