@@ -64,6 +64,7 @@ _value:
     env_file: {description: The root-only EnvironmentFile holding the secrets., type: str}
     argv_file: {description: The launch record (no secrets)., type: str}
     prev_files: {description: "The files a rollback restores, each C({current, previous, mode, secret}).", type: list, elements: dict}
+    templates: {description: "The role's templates and where they are installed, each C({src, dest, mode}).", type: list, elements: dict}
     launcher: {description: Where the launcher is installed., type: str}
     exec: {description: ExecStart's program (interpreter, launcher, command)., type: list, elements: str}
     argv: {description: The launch arguments (the args check parses exactly these)., type: list, elements: str}
@@ -76,6 +77,7 @@ _value:
     node_rank: {description: This host's rank (-1 when it is not in the group)., type: int}
     node0: {description: Node 0's inventory name., type: str}
     dist_init_addr: {description: Node 0's rendezvous address (IPv6 bracketed)., type: str}
+    nodes_group: {description: The inventory group of a multi-node model (null for a single node)., type: str}
     extra_managed: {description: Flags of the extra args that a variable manages (or abbreviations of them)., type: list, elements: str}
     host_is_loopback: {description: Whether the bind address is loopback., type: bool}
     local_url: {description: The server's URL on its own host (a wildcard bind on loopback)., type: str}
@@ -83,6 +85,9 @@ _value:
     worker_url: {description: Where routers reach this server., type: str}
     router_urls: {description: The routers in front of this server., type: list, elements: str}
     verify_command: {description: The C(validate) command that checks the rendered unit with systemd-analyze., type: str}
+    ready_path: {description: The readiness path (C(sglang_server_ready_path))., type: str}
+    ready_timeout: {description: The readiness budget in seconds., type: int}
+    security_max_exposure: {description: The highest systemd-analyze security exposure accepted (null - any)., type: float}
     problems: {description: Every refused setting, each a message naming the variable and the fix., type: list, elements: str}
 """
 

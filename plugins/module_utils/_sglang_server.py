@@ -41,7 +41,8 @@ SETTINGS = tuple(P + name for name in (
     "context_length", "max_running_requests", "speculative", "speculative_algorithm", "speculative_num_steps",
     "speculative_eagle_topk", "speculative_num_draft_tokens", "mamba_strategy_flag", "mamba_strategy", "host", "port",
     "enable_metrics", "api_key", "hf_token", "no_api_key_waiver", "extra_args", "environment", "ready_path",
-    "routers_group", "verify_strict", "ready_timeout", "progress_interval", "timeout_stop_sec")) + (
+    "routers_group", "verify_strict", "ready_timeout", "progress_interval", "timeout_stop_sec",
+    "security_max_exposure")) + (
     "sglang_runtime_environment",)
 # Optional valued flags, in their order on the command line.
 _OPTIONAL_FLAGS = (("--quantization", "quantization"), ("--moe-runner-backend", "moe_runner_backend"),
@@ -297,15 +298,130 @@ def plan(settings, host, groups, hostvars, play_batch=None):
     return {
         "service": service, "unit_file": unit_file, "env_file": conf + ".env", "argv_file": conf + ".argv.json",
         "prev_files": [{"current": f, "previous": f + ".prev", "mode": m, "secret": x} for f, m, x in files],
+        "templates": [{"src": "sglang.service.j2", "dest": unit_file, "mode": "0644"},
+                      {"src": "sglang.env.j2", "dest": conf + ".env", "mode": "0600"}],
         "launcher": LAUNCHER, "exec": exe, "argv": args, "env": env,
         "exec_start": exec_start(exe, args), "environment_lines": environment_lines(env),
         "record": {"unit": service, "command": s[P + "command"], "args": args, "environment": env,
                    "secrets": [n for n, v in (("SGLANG_API_KEY", s[P + "api_key"]), ("HF_TOKEN", s[P + "hf_token"])) if v]},
         "nodes": nodes["nodes"], "nnodes": nodes["nnodes"], "node_rank": nodes["node_rank"], "node0": nodes["node0"],
-        "dist_init_addr": nodes["dist_init_addr"], "extra_managed": extra_managed,
+        "dist_init_addr": nodes["dist_init_addr"], "nodes_group": s[P + "nodes_group"], "extra_managed": extra_managed,
         "host_is_loopback": is_loopback(s[P + "host"]), "local_url": local, "health_url": local + str(s[P + "ready_path"]),
         "worker_url": worker_url(s[P + "host"], s[P + "port"], self_host),
         "router_urls": router_urls(s, host, groups, hostvars),
-        "verify_command": _VERIFY.format(service, strict),
+        "verify_command": _VERIFY.format(service, strict), "ready_path": s[P + "ready_path"],
+        "ready_timeout": s[P + "ready_timeout"], "security_max_exposure": s[P + "security_max_exposure"],
         "problems": problems(s, nodes, env, extra_managed, play_batch),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts on what the tasks found on the host
+
+
+def exposure(stdout, max_exposure, service):
+    """`systemd-analyze security UNIT`'s overall exposure, as {exposure, rating, message, failure}: failure is None
+    when the exposure is at most max_exposure (None: any is accepted)."""
+    found = re.search(r"Overall exposure level for \S+: ([0-9.]+) (\S+)", stdout or "")
+    level, rating = (float(found.group(1)), found.group(2)) if found else (None, None)
+    accepted = "any" if max_exposure is None else max_exposure
+    failure = None
+    if max_exposure is not None and (level is None or level > _float(max_exposure)):
+        failure = ("%s has a systemd-analyze security exposure of %s, above %s: a hardening option was turned off; see "
+                   "`systemd-analyze security %s` on the host." % (service, level, max_exposure, service))
+    return {"exposure": level, "rating": rating, "failure": failure,
+            "message": "systemd-analyze security %s: exposure %s %s (0 = fully confined, 10 = unprotected; accepted up "
+                       "to %s)" % (service, level, rating, accepted)}
+
+
+def node_verdict(node0_wait, plan, state, started):
+    """For a node other than node 0: None when node 0 is ready and this node still runs the invocation it started
+    (``state`` and ``started`` are systemd_service results), else why not."""
+    node0_wait, status = node0_wait or {}, (state or {}).get("status") or {}
+    head = "node %s of %s (%s): " % (plan["node_rank"], plan["nnodes"], plan["nodes_group"])
+    if node0_wait.get("status") != "ready":
+        return head + "node 0 (%s) is not ready: %s" % (plan["node0"], node0_wait.get("msg", "it failed before its readiness wait"))
+    if (status.get("ActiveState"), status.get("SubState")) == ("active", "running") and \
+            status.get("InvocationID") == ((started or {}).get("status") or {}).get("InvocationID"):
+        return None
+    return head + "%s here is %s/%s (NRestarts %s); see journalctl -u %s" % (
+        plan["service"], status.get("ActiveState"), status.get("SubState"), status.get("NRestarts"), plan["service"])
+
+
+def phases(seen, new):
+    """The startup phases so far: ``seen`` then ``new``, a phase repeated back to back kept once (its first sighting)."""
+    out = list(seen or [])
+    for step in new or []:
+        if not out or out[-1]["phase"] != step["phase"]:
+            out.append(step)
+    return out
+
+
+def drain_text(leave):
+    """What a router_worker leave (state absent with a drain) did, for the play's output."""
+    left = _removed(leave)
+    drain = leave.get("drain")
+    if not drain:
+        done = "not drained (check mode)"
+    elif drain.get("in_flight_before") is None:
+        done = "no metrics to drain by"
+    else:
+        done = "%s request(s) running or queued, %s left after %s s" % (drain["in_flight_before"], drain.get("in_flight"),
+                                                                          drain.get("waited_s"))
+    return "%s left %s; %s" % (leave.get("worker_url"), ", ".join(left), done)
+
+
+# The role's registered results and facts that outcome() reads (vars/main.yml hands exactly these over).
+RESULTS = tuple("_sglang_server_" + name for name in (
+    "changing", "start", "node_start", "args", "wait", "phases", "after", "security_raw", "node0_wait", "node_state",
+    "node_started", "router_leave", "serves"))
+
+
+def outcome(results, plan):
+    """What the role's tasks found, from the plan and their results (None for one that did not run): sglang_server_info,
+    the verdict for set_stats, the readiness wait's phases and progress line, the exposure, a follower node's
+    verdict, the routers' drain and join lines and a rollback's closing words."""
+    # The role hands a result that did not run over as {} (the vars lookup's default).
+    results = dict((k, None if v == {} else v) for k, v in results.items())
+
+    def get(name):
+        return results.get("_sglang_server_" + name) or {}
+    after, wait, raw = get("after").get("status") or {}, get("wait"), get("security_raw")
+    changing = results.get("_sglang_server_changing")
+    security = None if raw.get("skipped") or "stdout" not in raw else exposure(
+        raw["stdout"], plan["security_max_exposure"], plan["service"])
+    info = {
+        "unit": plan["service"], "unit_file": plan["unit_file"], "command": plan["record"]["command"],
+        "args": plan["argv"], "health_url": plan["health_url"], "changed": _bool(changing or False),
+        "restarted": any(get(name).get("changed", False) for name in ("start", "node_start")),
+        "node_rank": plan["node_rank"], "nnodes": plan["nnodes"],
+        "args_check": {"sglang_version": get("args").get("sglang_version"), "valid": get("args").get("valid")},
+        "ready": wait.get("ready", False), "ready_after": wait.get("elapsed"),
+        "phases": results.get("_sglang_server_phases") or [],
+        "invocation_id": after.get("InvocationID"), "exec_main_start": after.get("ExecMainStartTimestamp"),
+        "security": {"exposure": security["exposure"], "rating": security["rating"]} if security else None,
+    }
+    done = ("Rolled back %s to the previous unit (%s)" % (plan["service"], plan["prev_files"][0]["previous"])
+            if changing is None or _bool(changing) else "Restarted %s (its files had not changed)" % plan["service"])
+    health = wait.get("health") or {}
+    serves = get("serves").get("status") or "nothing"
+    return {
+        "info": info,
+        "verdict": ("ready" if info["ready"] else "not checked")
+                   + ("" if info["security"] is None else ", exposure %s" % info["security"]["exposure"]),
+        "phases": phases(results.get("_sglang_server_phases"), wait.get("phases")),
+        "waiting": "%s: %s after %s s (%s: %s); waiting up to %s s" % (
+            plan["service"], wait.get("phase"), int(round(_float(wait.get("elapsed")))), plan["ready_path"],
+            health.get("status") or health.get("error"), plan["ready_timeout"]),
+        "exposure": security,
+        "node_verdict": node_verdict(get("node0_wait"), plan, get("node_state"), get("node_started")),
+        "drained": drain_text(get("router_leave")) if _removed(get("router_leave")) else None,
+        "stays_out": "%s stays out of %s: %s answered %s, not 200. Once it serves, re-run the play (or "
+                     "llmops.sglang.router_worker with state present)." % (
+                         plan["worker_url"], ", ".join(plan["router_urls"]), plan["health_url"], serves),
+        "rollback": "%s: it is ready again after %s s (invocation %s)." % (done, wait.get("elapsed"), wait.get("invocation_id")),
+    }
+
+
+def _removed(leave):
+    return [r["router"] for r in leave.get("routers") or [] if r.get("action") == "removed"]

@@ -132,9 +132,14 @@ def test_a_missing_setting_is_a_clear_filter_error(inventory):
         sglang_server_plan(settings, "one", {}, {})
 
 
-def test_vars_hand_over_exactly_the_settings_the_plan_reads():
-    names = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["_sglang_server_setting_names"]
+def test_vars_hand_over_exactly_the_settings_and_results_python_reads():
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    names = role_vars["_sglang_server_setting_names"]
     assert tuple(names) == srv.SETTINGS
+    assert tuple(role_vars["_sglang_server_result_names"]) == srv.RESULTS
+    # Every result is registered or set by the role's tasks (or derived in its vars).
+    tasks = "".join(p.read_text() for p in (ROLE / "tasks").glob("*.yml")) + "".join(role_vars)
+    assert [n for n in srv.RESULTS if "register: %s\n" % n not in tasks and "    %s:" % n not in tasks and n not in role_vars] == []
     specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
     assert [n for n in names if n.startswith("sglang_server_") and n not in specs] == []
 
@@ -168,3 +173,69 @@ def test_no_sglang_setting_is_refused_as_a_secret(sglang_python):
     refused = [n for n in names if srv.SECRET_ENV.match(n)]
     assert refused and all(is_secret_name(n) for n in refused)
     assert "SGLANG_LOG_DECODE_GRAPH_KEY" in names and "SGLANG_LOG_DECODE_GRAPH_KEY" not in refused
+
+
+SECURITY = ROOT / "tests" / "fixtures" / "tool-outputs" / "systemd-analyze-security-252-sglang-qwen%s.txt"
+
+
+def test_the_exposure_is_read_from_systemd_analyze_and_judged():
+    hardened = srv.exposure(pathlib.Path(str(SECURITY) % "").read_text(), 4.0, "sglang-qwen.service")
+    assert (hardened["exposure"], hardened["rating"], hardened["failure"]) == (1.7, "OK", None)
+    assert hardened["message"] == ("systemd-analyze security sglang-qwen.service: exposure 1.7 OK (0 = fully confined, "
+                                   "10 = unprotected; accepted up to 4.0)")
+    loose = srv.exposure(pathlib.Path(str(SECURITY) % "-unhardened").read_text(), 4.0, "sglang-qwen.service")
+    assert loose["exposure"] == 5.4 and loose["failure"].startswith("sglang-qwen.service has a systemd-analyze security exposure of 5.4, above 4.0")
+    assert srv.exposure(pathlib.Path(str(SECURITY) % "-unhardened").read_text(), None, "u")["failure"] is None
+    assert srv.exposure("", 4.0, "u")["failure"] is not None
+
+
+def _results(**found):
+    names = dict(("_sglang_server_" + k, v) for k, v in found.items())
+    return dict((name, names.get(name, {})) for name in srv.RESULTS)
+
+
+def test_the_outcome_publishes_the_info_and_verdict(inventory):
+    plan = _plan(inventory, "one")
+    security = {"stdout": pathlib.Path(str(SECURITY) % "").read_text(), "rc": 0}
+    wait = {"ready": True, "elapsed": 41.6, "invocation_id": "c0ffee", "status": "ready", "phase": "ready",
+            "phases": [{"phase": "ready", "at": 41.5}], "health": {"status": 200, "error": None}}
+    out = srv.outcome(_results(changing=True, start={"changed": True}, node_start={"skipped": True, "changed": False},
+                               wait=wait, phases=[{"phase": "loading_weights", "at": 3.0}], security_raw=security,
+                               after={"status": {"InvocationID": "c0ffee", "ExecMainStartTimestamp": "Tue 2026-12-01"}},
+                               args={"valid": True, "sglang_version": "0.5.23"}), plan)
+    info = out["info"]
+    assert (info["changed"], info["restarted"], info["ready"], info["ready_after"], info["invocation_id"]) == (
+        True, True, True, 41.6, "c0ffee")
+    assert info["args"] == plan["argv"] and info["args_check"] == {"sglang_version": "0.5.23", "valid": True}
+    assert info["security"] == {"exposure": 1.7, "rating": "OK"} and out["verdict"] == "ready, exposure 1.7"
+    assert [p["phase"] for p in out["phases"]] == ["loading_weights", "ready"]
+    assert out["rollback"] == ("Rolled back sglang-qwen.service to the previous unit (/etc/systemd/system/"
+                               "sglang-qwen.service.prev): it is ready again after 41.6 s (invocation c0ffee).")
+    assert srv.outcome(_results(changing=False, wait=wait), plan)["rollback"].startswith("Restarted sglang-qwen.service (its files")
+    nothing = srv.outcome(_results(), plan)
+    assert (nothing["verdict"], nothing["info"]["security"], nothing["info"]["changed"], nothing["drained"]) == (
+        "not checked", None, False, None)
+
+
+def test_a_follower_node_is_ready_only_with_node_0_and_its_own_invocation(inventory):
+    plan = _plan(inventory, "n2")
+    running = {"status": {"ActiveState": "active", "SubState": "running", "InvocationID": "b2", "NRestarts": "0"}}
+    assert srv.node_verdict({"status": "ready"}, plan, running, running) is None
+    assert srv.node_verdict({}, plan, running, running) == (
+        "node 1 of 2 (pair): node 0 (n1) is not ready: it failed before its readiness wait")
+    restarted = {"status": dict(running["status"], InvocationID="b3", NRestarts="1")}
+    assert srv.node_verdict({"status": "ready"}, plan, restarted, running) == (
+        "node 1 of 2 (pair): sglang-qwen.service here is active/running (NRestarts 1); see journalctl -u sglang-qwen.service")
+
+
+def test_the_drain_and_join_lines(inventory):
+    plan = _plan(inventory, "n1")
+    leave = {"worker_url": plan["worker_url"], "routers": [{"router": "http://10.0.0.5:30010", "action": "removed"},
+                                                           {"router": "http://10.0.0.7:30000", "action": "absent"}],
+             "drain": {"in_flight_before": 2, "in_flight": 0, "waited_s": 4.1}}
+    out = srv.outcome(_results(router_leave=leave, serves={"status": -1}), plan)
+    assert out["drained"] == ("http://10.0.0.11:30000 left http://10.0.0.5:30010; 2 request(s) running or queued, "
+                              "0 left after 4.1 s")
+    assert srv.drain_text(dict(leave, drain=None)).endswith("; not drained (check mode)")
+    assert out["stays_out"].startswith("http://10.0.0.11:30000 stays out of http://10.0.0.5:30010, http://[fd00::5]:30000, "
+                                       "http://10.0.0.7:30000: http://127.0.0.1:30000/health_generate answered -1, not 200.")
