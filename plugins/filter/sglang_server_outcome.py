@@ -13,15 +13,16 @@ version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - Builds the role's published C(sglang_server_info), the one-line verdict for C(set_stats) and the closing words
-    of a rollback from the plan (P(llmops.sglang.sglang_server_plan#filter)) and the tasks' registered results.
+  - Builds what the role's tasks publish and print from the plan (P(llmops.sglang.sglang_server_plan#filter)) and
+    the tasks' registered results - C(sglang_server_info), the verdict for C(set_stats), the startup phases and the
+    readiness progress line, the unit's systemd-analyze security exposure and its verdict, the verdict of a node
+    other than node 0, what leaving and joining the routers did, and the closing words of a rollback.
 positional: _input, plan
 options:
   _input:
     description:
-      - The role's results by name (C(_sglang_server_changing), C(_sglang_server_start), C(_sglang_server_node_start),
-        C(_sglang_server_args), C(_sglang_server_wait), C(_sglang_server_phases), C(_sglang_server_after),
-        C(_sglang_server_security)); null for one that did not run.
+      - The role's results by name, every name of the role's C(_sglang_server_result_names); an empty dict or null
+        for one that did not run.
     type: dict
     required: true
   plan:
@@ -49,6 +50,26 @@ _value:
       type: dict
     verdict:
       description: For example V(ready, exposure 3.9) or V(not checked).
+      type: str
+    phases:
+      description: The startup phases so far (the latest wait's appended, a phase repeated back to back kept once).
+      type: list
+      elements: dict
+    waiting:
+      description: The readiness progress line (unit, phase, elapsed seconds, health answer, budget).
+      type: str
+    exposure:
+      description: "C({exposure, rating, message, failure}) from C(systemd-analyze security); failure is null when the
+        exposure is accepted. Null when it was not measured."
+      type: dict
+    node_verdict:
+      description: Null when node 0 is ready and this node still runs the invocation it started, else why not.
+      type: str
+    drained:
+      description: Which routers the server left and what the drain of its requests found; null when it left none.
+      type: str
+    stays_out:
+      description: Why the server stays out of its routers (its readiness URL did not answer 200).
       type: str
     rollback:
       description: What the rollback did and when the server was ready again.

@@ -61,6 +61,7 @@ _value:
   contains:
     service: {description: The unit's name with C(.service)., type: str}
     unit_file: {description: Where the unit is installed., type: str}
+    unit_prev: {description: The previous unit a rollback restores., type: str}
     env_file: {description: The root-only EnvironmentFile holding the secrets., type: str}
     argv_file: {description: The launch record (no secrets)., type: str}
     prev_files: {description: "The files a rollback restores, each C({current, previous, mode, secret}).", type: list, elements: dict}
