@@ -296,7 +296,8 @@ def plan(settings, host, groups, hostvars, play_batch=None):
     files = [(unit_file, "0644", False), (conf + ".argv.json", "0644", False), (conf + ".env", "0600", True)]
     strict = '&& [ -z "$out" ]' if _bool(s[P + "verify_strict"]) else ""
     return {
-        "service": service, "unit_file": unit_file, "unit_prev": unit_file + ".prev", "env_file": conf + ".env", "argv_file": conf + ".argv.json",
+        "service": service, "unit_file": unit_file, "unit_prev": unit_file + ".prev", "env_file": conf + ".env",
+        "argv_file": conf + ".argv.json",
         "prev_files": [{"current": f, "previous": f + ".prev", "mode": m, "secret": x} for f, m, x in files],
         "templates": [{"src": "sglang.service.j2", "dest": unit_file, "mode": "0644"},
                       {"src": "sglang.env.j2", "dest": conf + ".env", "mode": "0600"}],
