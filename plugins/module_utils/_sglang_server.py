@@ -367,8 +367,8 @@ def drain_text(leave):
     elif drain.get("in_flight_before") is None:
         done = "no metrics to drain by"
     else:
-        done = "%s request(s) running or queued, %s left after %s s" % (drain["in_flight_before"], drain.get("in_flight"),
-                                                                          drain.get("waited_s"))
+        done = "%s request(s) running or queued, %s left after %s s" % (
+            drain["in_flight_before"], drain.get("in_flight"), drain.get("waited_s"))
     return "%s left %s; %s" % (leave.get("worker_url"), ", ".join(left), done)
 
 
@@ -408,8 +408,8 @@ def outcome(results, plan):
     serves = get("serves").get("status") or "nothing"
     return {
         "info": info,
-        "verdict": ("ready" if info["ready"] else "not checked")
-                   + ("" if info["security"] is None else ", exposure %s" % info["security"]["exposure"]),
+        "verdict": ("ready" if info["ready"] else "not checked") + (
+            "" if info["security"] is None else ", exposure %s" % info["security"]["exposure"]),
         "phases": phases(results.get("_sglang_server_phases"), wait.get("phases")),
         "waiting": "%s: %s after %s s (%s: %s); waiting up to %s s" % (
             plan["service"], wait.get("phase"), int(round(_float(wait.get("elapsed")))), plan["ready_path"],
