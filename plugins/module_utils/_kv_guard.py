@@ -51,6 +51,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _redact
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     KV_FLAG,
     flag_value,
+    int_or_none,
     kv_release,
     kv_summary,
     launch_kv_flag,
@@ -148,15 +149,10 @@ def classify_dtype(name):
 
 
 def _int(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
+    """An integer from a number or a string of digits (a systemd property); None otherwise."""
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
-    return None
+    return int_or_none(value)
 
 
 def _positive(value):

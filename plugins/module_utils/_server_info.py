@@ -113,7 +113,7 @@ def clean(value, secret=None, depth=0):
     return value
 
 
-def _int_or_none(value):
+def int_or_none(value):
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -239,8 +239,8 @@ def kv_summary(info, dump_format=None):
             out["flag_from"] = "/server_info launch_command: %s" % (form or "no " + KV_FLAG)
         out["server_kv"] = [out["top_level"]] if out["top_level"] is not None else []
         out["server_kv_from"] = "/server_info kv_cache_dtype (after SGLang's argument resolution)"
-    out["max_total_num_tokens"] = _int_or_none(info.get("max_total_num_tokens"))
-    out["tp_size"] = _int_or_none(info.get("tp_size"))
+    out["max_total_num_tokens"] = int_or_none(info.get("max_total_num_tokens"))
+    out["tp_size"] = int_or_none(info.get("tp_size"))
     out["model_path"] = _str_or_none(info.get("model_path"))
     out["status"] = _str_or_none(info.get("status"))
     return out
