@@ -101,7 +101,6 @@ def _pump(proc, deadline, on_out, on_err, read_bytes=65536):
                 proc.stdout.close()
                 proc.stderr.close()
                 proc.wait()
-        _kill_group(proc)
     rc = None
     try:
         # the pipes are closed: only a program that detached from them is still running
@@ -119,6 +118,8 @@ def _pump(proc, deadline, on_out, on_err, read_bytes=65536):
     finally:
         proc.stdout.close()
         proc.stderr.close()
+        # what it left running in its group, once it ended itself (killed before that, it would exit -9)
+        _kill_group(proc)
     return (None if why else rc), why
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import stat
 import sys
 import time
@@ -156,3 +157,23 @@ def test_ask_python_names_each_failure(tmp_path):
 def test_module_source_is_the_file():
     with open(_kv_auto_probe.__file__) as handle:
         assert _process.module_source(_kv_auto_probe) == handle.read()
+
+
+def test_a_program_that_closes_its_output_early_keeps_its_exit_code_and_its_leftovers_die(tmp_path):
+    # closed pipes are not the end of the program: killing its group right then made it exit -9
+    rc, out, err, timed_out, not_found = _process.run_bounded(["sh", "-c", "exec >/dev/null 2>&1; sleep 0.5; exit 3"], 10)
+    assert (rc, timed_out) == (3, False)
+    # a child it left running, detached from the pipes, is killed once the program ended
+    pidfile = tmp_path / "child.pid"
+    rc, out, err, timed_out, not_found = _process.run_bounded(
+        ["sh", "-c", "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > %s; exit 0" % pidfile], 10)
+    assert rc == 0
+    pid = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the detached child %d still runs" % pid)
