@@ -47,8 +47,11 @@ def _key(url):
         return None
 
 
-def wait_ready(router, need, timeout, interval=2.0, clock=time.monotonic, sleep=time.sleep):
-    """Poll GET /readiness until it answers 200 with at least ``need`` healthy workers; its answer, or ProbeError."""
+def wait_ready(router, need, timeout, interval=2.0, clock=None, sleep=None):
+    """Poll GET /readiness until it answers 200 with at least ``need`` healthy workers; its answer, or ProbeError.
+    (clock and sleep are looked up at call time, so a test's or the fuzz sandbox's stand-ins apply.)"""
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     deadline = clock() + timeout
     while True:
         try:

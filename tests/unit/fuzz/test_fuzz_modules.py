@@ -28,6 +28,7 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     kv_cache_budget,
     kv_cache_guard,
     log_audit,
+    router_probe,
     router_worker,
     server_info,
     sglang_args_check,
@@ -43,7 +44,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = {
     "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info,
     "cuda_binary_info": cuda_binary_info, "cuda_toolkit_info": cuda_toolkit_info, "gpu_info": gpu_info,
-    "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit, "router_worker": router_worker,
+    "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit, "router_probe": router_probe,
+    "router_worker": router_worker,
     "server_info": server_info, "sglang_args_check": sglang_args_check, "sglang_service_stop": sglang_service_stop,
     "sglang_wait_ready": sglang_wait_ready,
 }
@@ -206,7 +208,7 @@ def _args(m, spec, module_name, files):
 
 # Module -> fuzz cases. Modules whose main() is slow per case (a prompt to build, a checkpoint to copy) get fewer.
 CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
-         "gpu_info": 800, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_worker": 800,
+         "gpu_info": 800, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
          "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800, "sglang_wait_ready": 800}
 
 
