@@ -11,21 +11,8 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bcl
 
-from bench_servers import CannedServers, chunk, rate_sim, sse  # tests/unit/bench_servers.py
+from bench_servers import canned, chunk, sim, sse  # noqa: F401 (canned, sim: fixtures)  # tests/unit/bench_servers.py
 
-
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    s = rate_sim(tmp_path_factory.mktemp("sim"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def canned():
-    servers = CannedServers()
-    yield servers.make
-    servers.close()
 
 
 def test_counts_chunks_without_usage(canned):

@@ -13,22 +13,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _bench_runner
 from ansible_collections.llmops.sglang.plugins.module_utils._bench_client import Client
 from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import BenchmarkError
 
-from bench_servers import RATE, SLOWDOWN, TTFT_MS, CannedServers, chunk, rate_sim, sse  # tests/unit/bench_servers.py
+from bench_servers import RATE, SLOWDOWN, TTFT_MS, canned, chunk, sim, sse  # noqa: F401 (canned, sim: fixtures)
 from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
 
-
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    s = rate_sim(tmp_path_factory.mktemp("sim"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def canned():
-    servers = CannedServers()
-    yield servers.make
-    servers.close()
 
 
 def expected_aggregate(c, tokens):
