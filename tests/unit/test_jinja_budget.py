@@ -88,5 +88,5 @@ if __name__ == "__main__":
     for name, size in per_role.most_common():
         print("%7d  %s" % (size, name))
     pending = sum(size for name, size in per_role.items() if "roles/" + name in PENDING)
-    print("%7d  total, %d without the pending roles (at most %d)" % (sum(per_role.values()), sum(per_role.values()) - pending,
-                                                                       MAX_TOTAL))
+    total = sum(per_role.values())
+    print("%7d  total, %d without the pending roles (at most %d)" % (total, total - pending, MAX_TOTAL))

@@ -133,10 +133,10 @@ def test_lab_bf16_low_acceptance_is_a_warning_with_its_fix(lab):
     ("trap-fp8", None, TRAP, "FAIL", {"kv_cache_dtype": "fail", "log_findings": "warning", "mamba_ssm_dtype": "n/a"}),
     ("trap-bf16", "trap-bf16-forged", TRAP, "OK", {"kv_cache_dtype": "ok", "log_findings": "ok", "mamba_ssm_dtype": "n/a"}),
     ("trap-bf16-logms", None, TRAP, "OK", {"kv_cache_dtype": "ok", "log_findings": "ok", "mamba_ssm_dtype": "n/a"}),
-    ("hybrid-bf16", None, SETTINGS, "WARN", {"kv_cache_dtype": "ok", "weight_quantization": "warning",
-                                              "mamba_ssm_dtype": "ok"}),
-    ("hybrid-fp8", None, SETTINGS, "FAIL", {"kv_cache_dtype": "fail", "weight_quantization": "warning",
-                                             "log_findings": "warning", "mamba_ssm_dtype": "ok"}),
+    ("hybrid-bf16", None, SETTINGS, "WARN",
+     {"kv_cache_dtype": "ok", "weight_quantization": "warning", "mamba_ssm_dtype": "ok"}),
+    ("hybrid-fp8", None, SETTINGS, "FAIL",
+     {"kv_cache_dtype": "fail", "weight_quantization": "warning", "log_findings": "warning", "mamba_ssm_dtype": "ok"}),
 ])
 def test_real_sglang_scenarios(real, scenario, log_name, settings, verdict, checks):
     result = _audit.audit(real(scenario, log_name), settings)

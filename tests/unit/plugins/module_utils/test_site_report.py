@@ -33,8 +33,8 @@ def test_the_report_of_a_deployed_host():
 @pytest.mark.parametrize("record", [{"failed": True, "msg": "file not found"}, {"content": "bm90IGpzb24="}, {"content": "@@"},
                                     slurped(["not", "a", "record"]), slurped({"args": "--port 1"})])
 def test_a_missing_or_unreadable_record_says_none(record):
-    assert sr.host_report(record, {"failed": True}, None) == {"outcome": "unchanged", "state": "unknown", "config": "none",
-                                                             "kv_cache_dtype": "n/a"}
+    expected = {"outcome": "unchanged", "state": "unknown", "config": "none", "kv_cache_dtype": "n/a"}
+    assert sr.host_report(record, {"failed": True}, None) == expected
 
 
 @pytest.mark.parametrize("state, outcome", [
