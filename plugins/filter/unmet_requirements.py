@@ -17,7 +17,7 @@ description:
     met, in their given form. Names compare case-insensitively with runs of C(-_.) as one C(-). A pin without a
     local label (V(torch==2.11.0)) is met by V(2.11.0+cu130); a pin with one only by exactly that version.
     Ranges (V(cmake>=3.31)) and bare names are checked too.
-  - The one pin rule of the collection: the runtime and kernel roles install only what this returns.
+  - The one pin rule of the collection. The runtime and kernel roles install only what this returns.
 positional: _input, installed
 options:
   _input:
