@@ -169,7 +169,7 @@ def test_a_program_that_closes_its_output_early_keeps_its_exit_code_and_its_left
         ["sh", "-c", "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > %s; exit 0" % pidfile], 10)
     assert rc == 0
     pid = int(pidfile.read_text())
-    for _ in range(50):
+    for _attempt in range(50):
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
