@@ -14,7 +14,6 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client
 from bench_servers import canned, chunk, sim, sse  # noqa: F401 (canned, sim: fixtures)  # tests/unit/bench_servers.py
 
 
-
 def test_counts_chunks_without_usage(canned):
     srv = canned(chat=lambda h: sse(h, [chunk("a"), chunk(" b"), chunk(" c")]))
     res = bcl.Client(srv.url).chat({"messages": []}, keep_text=True)

@@ -17,7 +17,6 @@ from bench_servers import RATE, SLOWDOWN, TTFT_MS, canned, chunk, sim, sse  # no
 from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
 
 
-
 def expected_aggregate(c, tokens):
     """What the simulator is configured to do: c requests in parallel, each ttft + (tokens - 1) / slowed rate."""
     per_request = RATE / (1.0 + SLOWDOWN * (c - 1))
