@@ -9,8 +9,6 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import pytest
-
 from sim_harness import Sim  # tests/unit/sim_harness.py
 
 # Simulator settings of the rate tests: 80 tok/s alone, 80 ms TTFT, 5% slower per extra running request.
@@ -101,19 +99,3 @@ class CannedServers(object):
     def close(self):
         for s in self.servers:
             s.close()
-
-
-# Fixtures of the benchmark client and runner tests: the rate simulator, canned answers.
-
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    s = rate_sim(tmp_path_factory.mktemp("sim"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def canned():
-    servers = CannedServers()
-    yield servers.make
-    servers.close()

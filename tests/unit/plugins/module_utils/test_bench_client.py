@@ -7,11 +7,9 @@ and every failure classified, never raised."""
 import json
 import time
 
-import pytest
-
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bcl
 
-from bench_servers import canned, chunk, sim, sse  # noqa: F401 (canned, sim: fixtures)  # tests/unit/bench_servers.py
+from bench_servers import chunk, sse  # tests/unit/bench_servers.py; fixtures sim and canned: conftest.py
 
 
 def test_counts_chunks_without_usage(canned):

@@ -13,7 +13,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _bench_runner
 from ansible_collections.llmops.sglang.plugins.module_utils._bench_client import Client
 from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import BenchmarkError
 
-from bench_servers import RATE, SLOWDOWN, TTFT_MS, canned, chunk, sim, sse  # noqa: F401 (canned, sim: fixtures)
+from bench_servers import RATE, SLOWDOWN, TTFT_MS, chunk, sse  # tests/unit/bench_servers.py; fixtures: conftest.py
 from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
 
 
