@@ -5,11 +5,10 @@
 servers answering what a test scripts (``CannedServers.make``)."""
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from sim_harness import Sim  # tests/unit/sim_harness.py
+from sim_harness import LocalServer, Sim  # tests/unit/sim_harness.py
 
 # Simulator settings of the rate tests: 80 tok/s alone, 80 ms TTFT, 5% slower per extra running request.
 RATE, TTFT_MS, SLOWDOWN = 80.0, 80.0, 0.05
@@ -21,7 +20,7 @@ def rate_sim(directory):
                            "--sim-batch-slowdown", str(SLOWDOWN)])
 
 
-class Canned(object):
+class Canned(LocalServer):
     """A local HTTP server answering /v1/models and /v1/chat/completions with what a test scripts."""
 
     def __init__(self, chat=None, models_status=200, stall=0.0):
@@ -56,17 +55,7 @@ class Canned(object):
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
 
-        class Httpd(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-        self.httpd = Httpd(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        LocalServer.__init__(self, Handler)
 
 
 def sse(handler, lines, done=True):

@@ -5,8 +5,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from http.server import ThreadingHTTPServer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
@@ -17,6 +19,24 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class LocalServer(object):
+    """An in-process HTTP server on a free loopback port that answers with ``handler`` (a BaseHTTPRequestHandler
+    class); close() it."""
+
+    def __init__(self, handler):
+        class Httpd(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+
+        self.httpd = Httpd(("127.0.0.1", 0), handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class _Served(object):

@@ -501,8 +501,8 @@ def test_a_real_failed_unit_reads_as_exited(fixtures_dir):
 
 def test_http_status_asks_a_real_server_through_the_one_client():
     import http.server
-    import socket
-    import threading
+
+    from sim_harness import LocalServer, free_port  # tests/unit/sim_harness.py
 
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
@@ -514,18 +514,12 @@ def test_http_status_asks_a_real_server_through_the_one_client():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = LocalServer(Health)
     try:
-        base = "http://127.0.0.1:%d" % server.server_port
-        assert r.http_status(base + "/health", 5) == (200, None)
-        assert r.http_status(base + "/health_generate", 5) == (503, None)
+        assert r.http_status(server.url + "/health", 5) == (200, None)
+        assert r.http_status(server.url + "/health_generate", 5) == (503, None)
     finally:
-        server.shutdown()
-        server.server_close()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        free = s.getsockname()[1]
-    status, error = r.http_status("http://127.0.0.1:%d/health" % free, 5)
+        server.close()
+    status, error = r.http_status("http://127.0.0.1:%d/health" % free_port(), 5)
     assert status is None and "refused" in error
     assert r.http_status("http://fd00::11:30000/health", 5)[1].startswith("url ")

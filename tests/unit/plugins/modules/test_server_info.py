@@ -9,8 +9,7 @@ import pathlib
 import socket
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -19,7 +18,7 @@ from ansible_collections.llmops.sglang.plugins.modules import server_info
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
-from sim_harness import Sim  # noqa: E402  tests/unit/sim_harness.py
+from sim_harness import LocalServer, Sim  # noqa: E402  tests/unit/sim_harness.py
 
 # SGLang 0.5.23 with --kv-cache-dtype bf16 (tests/fixtures/server-info): api_key and launch_command hold the key
 INFO = json.loads((ROOT / "tests" / "fixtures" / "server-info" / "server-info-0.5.23-bf16.json").read_text(encoding="utf-8"))
@@ -28,7 +27,7 @@ MODELS = {"object": "list", "data": [{"id": "qwen3.5-397b", "object": "model", "
 METRICS = b'# TYPE sglang:token_usage gauge\nsglang:token_usage{model_name="qwen3.5-397b"} 0.25\n'
 
 
-class Server(object):
+class Server(LocalServer):
     def __init__(self, key=None, metrics=True, status=200):
         routes = {"/server_info": INFO, "/model_info": {"model_path": INFO["model_path"], "is_generation": True},
                   "/v1/models": MODELS}
@@ -52,17 +51,7 @@ class Server(object):
                 self.end_headers()
                 self.wfile.write(raw)
 
-        class Httpd(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-        self.httpd = Httpd(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        LocalServer.__init__(self, Handler)
 
 
 @pytest.fixture
