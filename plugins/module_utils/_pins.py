@@ -70,6 +70,14 @@ def is_met(requirement, installed):
     return req.specifier.contains(have, prereleases=True)
 
 
+def index_options(wheelhouse=None, index_url=None, extra_index_urls=()):
+    """pip's package source options: a wheelhouse means no index at all (``--no-index --find-links=DIR``); else the
+    index and extra indexes given; neither is pip's default index."""
+    if wheelhouse:
+        return ["--no-index", "--find-links=%s" % wheelhouse]
+    return (["--index-url=%s" % index_url] if index_url else []) + ["--extra-index-url=%s" % url for url in extra_index_urls or []]
+
+
 def unmet(requirements, installed):
     """The requirements (in their given form) that ``installed`` does not meet, in order."""
     have = installed_versions(installed)

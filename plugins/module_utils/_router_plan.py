@@ -16,6 +16,7 @@ import re
 import shlex
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import is_loopback, local_url, worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils._pins import index_options
 
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 PIP_SOURCES = ("index", "wheelhouse")
@@ -113,11 +114,10 @@ def pip_install(settings):
     """The argv that installs the pinned release into the venv, with the options of the configured source
     (a wheelhouse means no index at all)."""
     if settings["router_pip_source"] == "wheelhouse":
-        source = ["--no-index", "--find-links=" + _text(settings["router_pip_wheelhouse"])]
-    elif not _empty(settings.get("router_pip_index_url")):
-        source = ["--index-url=" + _text(settings["router_pip_index_url"])]
+        source = index_options(wheelhouse=_text(settings["router_pip_wheelhouse"]))
     else:
-        source = []
+        index = settings.get("router_pip_index_url")
+        source = index_options(index_url=None if _empty(index) else _text(index))
     return ([_text(settings["router_venv"]) + "/bin/python", "-m", "pip", "install"] + PIP_QUIET + source
             + [_text(a) for a in settings.get("router_pip_extra_args") or []]
             + ["sglang-router==" + _text(settings["router_version"])])

@@ -17,7 +17,7 @@ import os
 import re
 import time
 
-from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, canonical_name, unmet
+from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, canonical_name, index_options, unmet
 
 try:  # the controller always has ansible-core; the same bytes-to-text as the human_readable filter
     from ansible.module_utils.common.text.formatters import bytes_to_human
@@ -106,11 +106,10 @@ def pip_options(settings):
     """pip install options for the configured source: a wheelhouse means no index at all."""
     options = PIP_QUIET + ["--progress-bar=off"]
     if settings[P + "pip_source"] == "wheelhouse":
-        options += ["--no-index", "--find-links=%s" % settings[P + "pip_wheelhouse"]]
+        options += index_options(wheelhouse=settings[P + "pip_wheelhouse"])
     else:
-        if settings.get(P + "pip_index_url"):
-            options.append("--index-url=%s" % settings[P + "pip_index_url"])
-        options += ["--extra-index-url=%s" % url for url in settings.get(P + "pip_extra_index_urls") or []]
+        options += index_options(index_url=settings.get(P + "pip_index_url"),
+                                 extra_index_urls=settings.get(P + "pip_extra_index_urls"))
     if _bool(settings.get(P + "pip_require_hashes"), "pip_require_hashes"):
         options.append("--require-hashes")
     return options + [str(arg) for arg in settings.get(P + "pip_extra_args") or []]

@@ -40,7 +40,7 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
-from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, canonical_name, unmet
+from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, canonical_name, index_options, unmet
 
 GIB = 1024 ** 3
 # nvcc 12.9 added the family targets (sm_100f, sm_103f, sm_110f, sm_120f, sm_121f: the Blackwell numbers).
@@ -162,13 +162,6 @@ def toolkit_error(toolkit, s):
 
 # ---------------------------------------------------------------------------------------------
 # Build venv: pip source, cuobjdump, requirements
-
-def pip_source_args(wheelhouse, index_url):
-    """A wheelhouse wins over an index; neither = pip's default (PyPI)."""
-    if wheelhouse:
-        return ["--no-index", "--find-links", str(wheelhouse)]
-    return ["--index-url", str(index_url)] if index_url else []
-
 
 def toolkit_cuobjdump(cuda_home):
     return "%s/bin/cuobjdump" % cuda_home
@@ -320,7 +313,7 @@ def _build_host_plan(s, v, run, p):
         # in check mode a venv that does not exist yet cannot answer
         install_requirements=bool(missing) and not (run["check_mode"] and (v.get("_sgl_kernel_build_venv_made") or {}).get("changed")),
         requirements_install_argv=["%s/bin/python" % s["build_venv"], "-m", "pip", "install", "--disable-pip-version-check"]
-        + (["--dry-run"] if run["check_mode"] else []) + pip_source_args(s["pip_wheelhouse"], s["pip_index_url"]) + missing,
+        + (["--dry-run"] if run["check_mode"] else []) + index_options(s["pip_wheelhouse"], s["pip_index_url"]) + missing,
         requirements_changed=pip_changed(reqs),
         reprobe=pip_changed(reqs) and not run["check_mode"],
         cuobjdump=cuobjdump_path(s["cuobjdump"], s["cuda_home"], has_cuobjdump, probe["venv"].get("cuobjdump")))

@@ -46,3 +46,13 @@ def test_a_bad_requirement_names_the_form_to_write(bad):
     with pytest.raises(AnsibleFilterError) as err:
         unmet_requirements([bad], PIP_LIST)
     assert "NAME==VERSION" in str(err.value) or "{name:" in str(err.value)
+
+
+@pytest.mark.parametrize("wheelhouse,index,extra,expected", [
+    ("/srv/wheelhouse", "https://pypi.lan/simple", ["https://x/simple"], ["--no-index", "--find-links=/srv/wheelhouse"]),
+    (None, "https://pypi.lan/simple", [], ["--index-url=https://pypi.lan/simple"]),
+    (None, None, ["https://x/simple"], ["--extra-index-url=https://x/simple"]),
+    (None, None, None, []), ("", "", [], []),
+])
+def test_a_wheelhouse_means_no_index_at_all(wheelhouse, index, extra, expected):
+    assert _pins.index_options(wheelhouse, index, extra) == expected
