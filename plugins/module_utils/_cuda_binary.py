@@ -461,8 +461,8 @@ def inspect_path(path, read=fatbin_entries, tmp_dir=None, list_cubins=False):
         kind, digest = "wheel", sha256_file(path)
         libraries = _inspect_wheel(path, inspect, tmp_dir)
     else:
-        kind, digest = "file", sha256_file(path)
         libraries = [inspect(path, os.path.basename(path))]
+        kind, digest = "file", libraries[0]["sha256"]  # hashed once: a library can be gigabytes
     libraries.sort(key=lambda lib: lib["path"])
     return {
         "source": path,
