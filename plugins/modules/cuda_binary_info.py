@@ -13,9 +13,9 @@ short_description: List the CUDA cubins and PTX embedded in a wheel, a directory
 version_added: 0.1.0
 description:
   - Reads the CUDA fatbins of every shared library (C(*.so), C(*.so.N)) found in O(path) and reports the GPU archs of the embedded
-    cubins (SASS) and PTX: per library a count per arch and kind, and the union over all libraries.
+    cubins (SASS) and PTX, per library as a count per arch and kind, and as the union over all libraries.
   - By default (O(reader=fatbin)) the fatbin entry headers of the ELF section C(.nv_fatbin) are read in Python through a read-only memory map,
-    headers only, so a 500 MB library takes well under a second and cuobjdump is not needed. With O(reader=cuobjdump) the module runs
+    headers only, so a 500 MB library takes about as long as hashing it and cuobjdump is not needed. With O(reader=cuobjdump) the module runs
     C(cuobjdump --list-elf) and C(--list-ptx) instead; both readers give the same answer.
   - For a wheel the shared libraries are extracted one at a time into a temporary folder with Python's zipfile; the wheel is not installed.
   - Arch-specific (C(sm_120a)) and family (C(sm_120f)) code is told from plain C(sm_120) code by the flags of each fatbin entry.
