@@ -96,6 +96,8 @@ def test_sm120a_wheel_meets_sm120a(wheels):
     assert lib["archs"] == [{"kind": "elf", "arch": "sm_120a", "count": 2, "arch_specific": True, "family": False},
                             {"kind": "ptx", "arch": "sm_120a", "count": 2, "arch_specific": True, "family": False}]
     assert "cubins" not in lib and result["reader"] == "fatbin" and result["cuobjdump"] is None
+    # The sgl_kernel role passes its cuobjdump: the default reader does not need it.
+    assert _run(wheels["sm120a"], cuobjdump="/nonexistent/cuobjdump")[0]["elf_archs"] == ["sm_120a"]
 
 
 def test_sm90a_wheel_fails_naming_sm120a_and_the_fix(wheels):
