@@ -17,13 +17,15 @@ libcublasLt.so.13 of PyPI nvidia-cublas 13.8.2.12 (5,351 cubins in 2,634 contain
   allowed between them.
 - Container header, 16 bytes: u32 magic 0xBA55ED50, u16 version (1), u16 header size (16), u64 size of the
   entries that follow.
-- Entry header, ``header size`` bytes (64, 80, 104, 112 or 120 seen), followed by its payload:
+- Entry header, ``header size`` bytes (64 to 120 seen), followed by its payload:
   +0 u16 kind (1 = PTX, 2 = ELF cubin), +2 u16 version (0x0101), +4 u32 header size, +8 u64 payload size
   (the next entry starts at entry + header size + payload size), +28 u32 arch number (120 for sm_120),
   +40 u64 flags.
 - Flags: 0x100000 arch-specific (``sm_120a``), 0x200000 family (``sm_120f``, which ``--list-elf`` prints as
   ``sm_120``), 0x8000 compressed payload. Each entry is one file of cuobjdump's listing, in file order, numbered
   per kind from 1 (``libfoo.3.sm_120a.cubin``).
+- The embedded cubin's own ELF header does not tell them apart: its e_flags are 0x6007802 for sm_120, sm_120a and
+  sm_120f alike (nvcc 13.0), and a compressed payload would have to be unpacked first; the entry flags are read.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ FLAG_COMPRESSED = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY = 0x200000
 ENTRY_MIN_HEADER = 64
-# Bounds: libcublasLt.so.13 has 2,634 containers and 5,649 entries; sections are counted by a u16 unless the ELF
+# Bounds: libcublasLt.so.13 has 2,634 containers and 5,650 entries; sections are counted by a u16 unless the ELF
 # uses extended numbering.
 MAX_ENTRIES = 1000000
 MAX_SECTIONS = 65536

@@ -89,6 +89,18 @@ def test_entry_offsets_sizes_and_compression(library):
     assert all(e["compressed"] for e in entries if e["kind"] == "ptx")  # nvcc compresses PTX by default
 
 
+def test_the_cubins_own_elf_flags_do_not_tell_the_variants_apart(library):
+    """Why the reader takes the entry flags: the sm_120 and sm_120a cubins carry the same e_flags."""
+    _has, entries = fb.read_entries(library)
+    data = pathlib.Path(library).read_bytes()
+    e_flags = {}
+    for entry in entries:
+        if entry["kind"] == "elf" and not entry["compressed"]:
+            cubin = entry["offset"] + struct.unpack_from("<I", data, entry["offset"] + 4)[0]
+            e_flags[entry["arch"]] = struct.unpack_from("<I", data, cubin + 0x30)[0]
+    assert e_flags["sm_120"] == e_flags["sm_120a"]
+
+
 def test_both_readers_agree_with_the_real_cuobjdump(library):
     binary = cb.find_cuobjdump()
     fast = cb.inspect_library(library, cb.library_reader("fatbin"), list_cubins=True)
