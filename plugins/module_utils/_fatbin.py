@@ -109,7 +109,8 @@ def _sections(view, size):
     sections = []
     for header in headers:
         start = names_at + header[0]
-        end = view.find(b"\0", start, names_at + names_size) if header[0] < names_size else -1
+        # a name is looked for within 256 bytes: a corrupt table without NULs is not copied whole
+        end = view.find(b"\0", start, min(names_at + names_size, start + 256)) if header[0] < names_size else -1
         name = bytes(view[start:end]) if end >= 0 else b""
         sections.append((name, header[4], header[5], header[1]))
     return sections
