@@ -12,6 +12,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/collections
 export PATH := $(BIN):$(PATH)
 LAB_PROFILE ?= rtxpro6000x8
 SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
+MOLECULE_JOBS ?= 2
 
 .PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale clean
 
@@ -46,7 +47,7 @@ security-report: lab ## systemd-analyze security of the deployed unit on the lab
 lab-down: ## Destroy every lab host
 	$(LAB) down-all
 
-test: setup ## Run every test, stage by stage (what CI runs)
+test: ## Run every test: setup, then the stages in two lanes at once (what CI runs)
 	tests/bin/test-all
 
 lint: setup ## ansible-lint (production profile)
@@ -58,11 +59,8 @@ sanity: setup ## ansible-test sanity for Python 3.11
 units: setup ## Unit tests (pytest)
 	pytest -q -n 2 tests/unit tests/real_gpu/sglang/test_harness.py
 
-molecule: setup ## Every molecule scenario (lab hosts)
-	@failed=""; for s in $(SCENARIOS); do t0=$$(date +%s); echo "== molecule test -s $$s"; \
-	  if molecule test -s $$s; then r=ok; else r=FAILED; failed="$$failed $$s"; fi; \
-	  echo "== molecule $$s: $$r ($$(( $$(date +%s) - t0 )) s)"; done; \
-	  [ -z "$$failed" ] || { echo "molecule scenarios failed:$$failed"; exit 1; }
+molecule: setup ## Every molecule scenario (lab hosts), $(MOLECULE_JOBS) at a time
+	JOBS=$(MOLECULE_JOBS) tests/bin/molecule-all $(SCENARIOS)
 
 integration: setup ## Lab integration tests (8 hosts, SSH, clean destroy)
 	pytest -q tests/integration
@@ -73,6 +71,7 @@ build-check: setup ## Build the collection, install it into an empty path, use i
 bench: security-report ## Benchmarks (printed numbers), after the lab's security report
 	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
 	python tests/bench/bench_sgl_kernel.py --repeat 3
+	python tests/bench/bench_cuda_binary.py --repeat 3
 	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)
 
 bench-scale: setup ## Play time of site.yml on 1, 4 and 8 lab hosts (serial, forks, pipelining) and a 100-host projection

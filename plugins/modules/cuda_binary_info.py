@@ -12,11 +12,15 @@ module: cuda_binary_info
 short_description: List the CUDA cubins and PTX embedded in a wheel, a directory or a shared library
 version_added: 0.1.0
 description:
-  - Runs C(cuobjdump --list-elf) and C(cuobjdump --list-ptx) on every shared library (C(*.so), C(*.so.N)) found in O(path)
-    and reports the GPU archs of the embedded cubins (SASS) and PTX, per library and as a union over all of them.
+  - Reads the CUDA fatbins of every shared library (C(*.so), C(*.so.N)) found in O(path) and reports the GPU archs of the embedded
+    cubins (SASS) and PTX, per library as a count per arch and kind, and as the union over all libraries.
+  - By default (O(reader=fatbin)) the fatbin entry headers of the ELF section C(.nv_fatbin) are read in Python through a read-only memory map,
+    headers only, so a 500 MB library takes about as long as hashing it and cuobjdump is not needed. With O(reader=cuobjdump) the module runs
+    C(cuobjdump --list-elf) and C(--list-ptx) instead; both readers give the same answer.
   - For a wheel the shared libraries are extracted one at a time into a temporary folder with Python's zipfile; the wheel is not installed.
-  - C(cuobjdump --list-elf) names a family cubin (C(sm_120f)) like a plain one (C(sm_120)). When a plain C(sm_N) cubin with N >= 100
-    is listed, the module also reads the fatbin headers from C(cuobjdump --dump-elf-symbols) to report the real arch.
+  - Arch-specific (C(sm_120a)) and family (C(sm_120f)) code is told from plain C(sm_120) code by the flags of each fatbin entry.
+    C(cuobjdump --list-elf) names a family cubin like a plain one, so with O(reader=cuobjdump), when a plain C(sm_N) cubin with
+    N >= 100 is listed, the module also reads the fatbin headers from C(cuobjdump --dump-elf-symbols) to report the real arch.
   - PTX is reported under the name cuobjdump gives it, so PTX for the virtual arch C(compute_120a) appears as C(sm_120a) in RV(ptx_archs).
   - A shared library without device code is reported (with C(has_device_code=false)), not treated as an error.
   - With O(require_archs) the module fails unless the union of cubin archs meets every listed arch; the message names the missing arch,
@@ -44,9 +48,21 @@ options:
       - A family cubin of another number never counts (C(sm_100f) does not meet C(sm_103a)).
     type: bool
     default: false
+  reader:
+    description:
+      - How the device code is read. C(fatbin) reads the fatbin entry headers in Python (fast, no cuobjdump needed);
+        C(cuobjdump) runs cuobjdump (slow on large libraries, for a second opinion or a fatbin layout the Python reader refuses).
+    type: str
+    choices: [fatbin, cuobjdump]
+    default: fatbin
+  list_cubins:
+    description:
+      - Also return every cubin and PTX file of each library (RV(libraries[].cubins), RV(libraries[].ptx)); a large library has thousands.
+    type: bool
+    default: false
   cuobjdump:
     description:
-      - Path to the C(cuobjdump) binary, or to the folder holding it.
+      - Path to the C(cuobjdump) binary, or to the folder holding it; used with O(reader=cuobjdump) only.
       - When not set it is searched on E(PATH), in C($CUDA_HOME/bin), in C(/usr/local/cuda/bin), and in the site-packages of the Python
         running the module, where the C(nvidia-cuda-cuobjdump) PyPI package puts it (C(nvidia/cu13/bin/cuobjdump)).
     type: path
@@ -56,7 +72,7 @@ extends_documentation_fragment:
 notes:
   - Reading a large wheel extracts each shared library in turn, so it needs free space in the remote temporary folder for the largest one.
 requirements:
-  - cuobjdump (CUDA toolkit, or C(pip install nvidia-cuda-cuobjdump)).
+  - cuobjdump (CUDA toolkit, or C(pip install nvidia-cuda-cuobjdump)) for O(reader=cuobjdump) only.
 author:
   - llmops maintainers (@llmops)
 """
@@ -72,8 +88,14 @@ EXAMPLES = r"""
     path: /opt/sglang/venv/lib/python3.12/site-packages/sgl_kernel
     require_archs: ['12.0a']
     accept_family: true
-    cuobjdump: /opt/sglang/venv/lib/python3.12/site-packages/nvidia/cu13/bin/cuobjdump
   register: kernel_archs
+
+- name: List every cubin of one library, read by cuobjdump
+  llmops.sglang.cuda_binary_info:
+    path: /opt/sglang/venv/lib/python3.12/site-packages/sgl_kernel/common_ops.abi3.so
+    reader: cuobjdump
+    list_cubins: true
+    cuobjdump: /opt/sglang/venv/lib/python3.12/site-packages/nvidia/cu13/bin/cuobjdump
 
 - name: Show which libraries lack device code for SM120
   ansible.builtin.debug:
@@ -120,19 +142,54 @@ libraries:
       type: bool
       sample: true
     family_resolved:
-      description: Whether the cubin archs were taken from the fatbin headers to tell C(sm_Nf) family cubins from plain C(sm_N) ones.
+      description:
+        - Whether the cubin archs tell C(sm_Nf) family cubins from plain C(sm_N) ones. Always true with O(reader=fatbin) for a library with
+          device code; with O(reader=cuobjdump) true when the C(--dump-elf-symbols) headers were read.
       type: bool
-      sample: false
+      sample: true
+    archs:
+      description: How many cubins (C(kind=elf)) and PTX files (C(kind=ptx)) the library holds per arch, cubins first, then by arch number.
+      type: list
+      elements: dict
+      contains:
+        kind:
+          description: C(elf) for a cubin, C(ptx) for PTX; a fatbin entry of another kind is counted as C(kind_N).
+          type: str
+          sample: elf
+        arch:
+          description: The arch, with its C(a) (arch-specific) or C(f) (family) suffix.
+          type: str
+          sample: sm_120f
+        count:
+          description: How many entries of that kind and arch.
+          type: int
+          sample: 1133
+        arch_specific:
+          description: Whether the code is arch-specific (C(sm_120a)); it loads only on that exact compute capability.
+          type: bool
+          sample: false
+        family:
+          description: Whether the code is family code (C(sm_120f)); it loads on every member of the family.
+          type: bool
+          sample: true
+      sample: [{kind: elf, arch: sm_90a, count: 2, arch_specific: true, family: false},
+               {kind: elf, arch: sm_120f, count: 2, arch_specific: false, family: true},
+               {kind: ptx, arch: sm_120a, count: 2, arch_specific: true, family: false}]
     cubins:
-      description: The cubins as C(cuobjdump --list-elf) names them, each with its arch.
+      description:
+        - The cubins, each with the C(name) cuobjdump's C(--list-elf) gives it (which drops the C(f) of a family arch) and its real C(arch).
+        - With O(reader=fatbin) also C(index) (cuobjdump's number), C(offset) (of its fatbin entry header in the file), C(size) (of the code)
+          and C(compressed).
+      returned: when O(list_cubins=true)
       type: list
       elements: dict
-      sample: [{name: libfixture_ops.1.sm_120a.cubin, arch: sm_120a}]
+      sample: [{name: libfixture_ops.2.sm_120.cubin, arch: sm_120f, index: 2, offset: 588280, size: 5792, compressed: false}]
     ptx:
-      description: The PTX files as C(cuobjdump --list-ptx) names them, each with its arch.
+      description: The PTX files, with the same fields as RV(libraries[].cubins) and the names of C(cuobjdump --list-ptx).
+      returned: when O(list_cubins=true)
       type: list
       elements: dict
-      sample: [{name: libfixture_ops.1.sm_120a.ptx, arch: sm_120a}]
+      sample: [{name: libfixture_ops.1.sm_120a.ptx, arch: sm_120a, index: 1, offset: 594184, size: 384, compressed: true}]
     elf_archs:
       description: Distinct cubin archs of this library.
       type: list
@@ -167,13 +224,18 @@ missing_archs:
   type: list
   elements: str
   sample: []
+reader:
+  description: The reader used (O(reader)).
+  returned: success
+  type: str
+  sample: fatbin
 cuobjdump:
-  description: The cuobjdump binary used.
+  description: The cuobjdump binary used; null with O(reader=fatbin).
   returned: success
   type: str
   sample: /opt/sglang/venv/lib/python3.12/site-packages/nvidia/cu13/bin/cuobjdump
 cuobjdump_version:
-  description: Its version, from C(cuobjdump --version).
+  description: Its version, from C(cuobjdump --version); null with O(reader=fatbin).
   returned: success
   type: str
   sample: 13.5.37
@@ -187,6 +249,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import 
     default_runner,
     find_cuobjdump,
     inspect_path,
+    library_reader,
     missing_archs,
     missing_message,
     normalize_arch,
@@ -200,12 +263,14 @@ def run_module(params, runner, tmp_dir=None):
         arch = normalize_arch(arch)
         if arch not in required:
             required.append(arch)
-    cuobjdump = find_cuobjdump(params.get("cuobjdump"))
-    result = inspect_path(params["path"], cuobjdump, runner, tmp_dir)
+    reader = params.get("reader") or "fatbin"
+    cuobjdump = find_cuobjdump(params.get("cuobjdump")) if reader == "cuobjdump" else None
+    result = inspect_path(params["path"], library_reader(reader, cuobjdump, runner), tmp_dir, params.get("list_cubins"))
     missing = missing_archs(required, result["elf_archs"], params["accept_family"])
     result.update(
+        reader=reader,
         cuobjdump=cuobjdump,
-        cuobjdump_version=cuobjdump_version(cuobjdump, runner),
+        cuobjdump_version=cuobjdump_version(cuobjdump, runner) if cuobjdump else None,
         required_archs=required,
         missing_archs=missing,
     )
@@ -218,6 +283,8 @@ def main():
             path=dict(type="path", required=True),
             require_archs=dict(type="list", elements="str", default=[]),
             accept_family=dict(type="bool", default=False),
+            reader=dict(type="str", choices=["fatbin", "cuobjdump"], default="fatbin"),
+            list_cubins=dict(type="bool", default=False),
             cuobjdump=dict(type="path"),
         ),
         supports_check_mode=True,

@@ -190,14 +190,14 @@ def ansible_env(forks, pipelining, strategy=None):
     return env
 
 
-def run_site(inventory, serial, forks, pipelining, log_path=None, strategy=None, extra_vars=None, timeout=1800):
+def run_site(inventory, serial, forks, pipelining, log_path=None, strategy=None, extra_vars=None, timeout=1800, extra_env=None):
     """site.yml with lab-vars.yml, timed. Each run gets its own SSH ControlPath directory, so no run
     reuses the SSH masters of the one before (every run starts cold, like a fresh AWX job)."""
     argv = [str(ANSIBLE_PLAYBOOK), str(PLAYBOOK), "-i", str(inventory), "-i", str(LAB_VARS),
             "-e", "lab_root=%s" % ROOT, "-e", "sglang_serial=%s" % serial]
     for k, v in (extra_vars or {}).items():
         argv += ["-e", json.dumps({k: v})]
-    env = ansible_env(forks, pipelining, strategy)
+    env = dict(ansible_env(forks, pipelining, strategy), **(extra_env or {}))
     with tempfile.TemporaryDirectory(prefix="cp-", dir="/tmp") as cp_dir:   # short: ssh socket paths are limited
         env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = cp_dir
         before = resource.getrusage(resource.RUSAGE_CHILDREN)

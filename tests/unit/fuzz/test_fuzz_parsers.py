@@ -23,6 +23,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
+from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
 from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_preflight as gp
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
@@ -37,7 +38,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log a
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd as systemd
 
 from .corpus import (
-    CONFIGS, CUOBJDUMP, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI, SSE,
+    CONFIGS, CUOBJDUMP, FIXTURES, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI, SSE,
     TOOL_OUTPUTS, TOOLKIT)
 from .harness import clean, fuzz
 
@@ -109,6 +110,39 @@ def test_cuda_binary_outputs(request):
     fuzz(request, lambda m: (m.pick(("elf", "ptx")), m.pick((0, 1, 255, -1, m.r.randrange(-2 ** 31, 2 ** 31))), m.text(CUOBJDUMP),
                              m.text(CUOBJDUMP),
                              [m.pick(("sm_120a", "120a", "12.0a", "sm_100f", m.junk(), m.scalar())) for _i in range(3)]), check, 8000)
+
+
+FATBIN_LIBRARY = (FIXTURES / "fatbin" / "libfatbin_mix.so").read_bytes()
+
+
+def _mutated_library(m):
+    """The real library with a few fields overwritten (ELF header, section table, fatbin headers), maybe cut short."""
+    data = bytearray(FATBIN_LIBRARY)
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    fatbin = FATBIN_LIBRARY.index(b"\x50\xed\x55\xba")
+    for _i in range(m.r.randrange(1, 4)):
+        base = m.pick((0, shoff, fatbin, fatbin + 16, m.r.randrange(len(data))))
+        at = min(len(data) - 1, base + m.r.randrange(0, 80 if base else 64))
+        width = m.pick((1, 2, 4, 8))
+        value = m.pick((0, 1, 0xFF, 0xFFFF, 2 ** 31, 2 ** 32 - 1, 2 ** 63, 2 ** 64 - 1, m.r.randrange(2 ** 64)))
+        data[at:at + width] = (value % (1 << (8 * width))).to_bytes(width, "little")
+    if m.chance(5):
+        del data[m.r.randrange(len(data)):]
+    return bytes(data)
+
+
+def test_fatbin_headers(request, tmp_path):
+    """The fatbin reader on a real CUDA library with corrupted headers: entries or FatbinError, bounded."""
+    path = tmp_path / "libfuzz.so"
+
+    def check(data):
+        path.write_bytes(data)
+        found = clean(lambda: fb.read_entries(str(path)), fb.FatbinError)
+        if found:
+            assert len(found[1]) <= fb.MAX_ENTRIES
+            for entry in found[1]:
+                assert entry["offset"] + entry["size"] <= len(data)
+    fuzz(request, _mutated_library, check, 1500)
 
 
 # ---- KV budget, canary, benchmark ------------------------------------------------------------------

@@ -244,10 +244,11 @@ def test_host_library_built_here_has_no_device_code(tmp_path):
     src.write_text("int host_only(void) { return 1; }\n")
     lib = tmp_path / "libhost.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
-    result = cb.inspect_library(str(lib), cb.find_cuobjdump())
-    assert result["has_device_code"] is False
-    assert result["cubins"] == [] and result["elf_archs"] == []
-    assert result["size"] == lib.stat().st_size
+    for reader in cb.READERS:
+        result = cb.inspect_library(str(lib), cb.library_reader(reader, cb.find_cuobjdump()), list_cubins=True)
+        assert result["has_device_code"] is False
+        assert result["cubins"] == [] and result["elf_archs"] == [] and result["archs"] == []
+        assert result["size"] == lib.stat().st_size
 
 
 @pytest.mark.parametrize("name, shared", [
@@ -265,7 +266,7 @@ def test_a_wheel_member_larger_than_a_library_may_be_is_refused(tmp_path, monkey
         archive.writestr("bomb/common_ops.so", b"\0" * 200000)  # 200 KB of zeros deflate to a few hundred bytes
     monkeypatch.setattr(cb, "MAX_LIBRARY_BYTES", 100000)
     with pytest.raises(cb.CudaBinaryError, match="bomb/common_ops.so unpacks to 200000 bytes, more than the 100000"):
-        cb.inspect_path(str(wheel), "/nonexistent/cuobjdump", tmp_dir=str(tmp_path))
+        cb.inspect_path(str(wheel), cb.library_reader("cuobjdump", "/nonexistent/cuobjdump"), tmp_dir=str(tmp_path))
     assert os.listdir(str(tmp_path)) == [wheel.name]  # nothing was unpacked
 
 
@@ -277,7 +278,7 @@ def test_a_cuobjdump_that_floods_is_stopped(tmp_path, monkeypatch):
     library.write_bytes(b"\x7fELF")
     monkeypatch.setattr(cb, "MAX_CUOBJDUMP_OUTPUT", 1 << 20)
     with pytest.raises(cb.CudaBinaryError, match="libx.so: cuobjdump exited with -1: cuobjdump printed more than 1048576 bytes"):
-        cb.inspect_path(str(library), str(flood))
+        cb.inspect_path(str(library), cb.library_reader("cuobjdump", str(flood)))
 
 
 def test_a_path_that_is_not_a_regular_file_is_refused(tmp_path):
@@ -285,4 +286,4 @@ def test_a_path_that_is_not_a_regular_file_is_refused(tmp_path):
     os.mkfifo(str(fifo))
     for path in ("/dev/zero", str(fifo)):  # /dev/zero was hashed for ever
         with pytest.raises(cb.CudaBinaryError, match="is not a regular file: give a wheel"):
-            cb.inspect_path(path, "/nonexistent/cuobjdump")
+            cb.inspect_path(path)

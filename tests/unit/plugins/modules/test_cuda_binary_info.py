@@ -9,12 +9,14 @@ import os
 import pathlib
 import shutil
 import subprocess
+import struct
 import sys
 import time
 import zipfile
 
 import pytest
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary, _fatbin
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import CudaBinaryError, default_runner
 from ansible_collections.llmops.sglang.plugins.modules import cuda_binary_info
 
@@ -29,7 +31,11 @@ BUILDS = {
     "sm90a": ("90a", "ON"),
     # sm_120f family cubin + sm_120a PTX (no sm_120a cubin), without the FP4 source.
     "family": ("90a-real;120f-real;120a-virtual", "OFF"),
+    # sm_90a, sm_120f and sm_120a cubins side by side: the build of the fixture-90a-120f-120a captures.
+    "mix": ("90a-real;120f-real;120a", "ON"),
 }
+# The builds whose real cuobjdump outputs are in tests/fixtures/cuobjdump.
+CAPTURED = {"sm120a": "fixture-120a", "sm90a": "fixture-90a", "mix": "fixture-90a-120f-120a"}
 
 
 def _nvcc():
@@ -67,7 +73,8 @@ def wheels(tmp_path_factory):
 
 
 def _run(path, **params):
-    params = dict(dict(path=str(path), require_archs=[], accept_family=False, cuobjdump=None), **params)
+    params = dict(dict(path=str(path), require_archs=[], accept_family=False, cuobjdump=None, reader="fatbin", list_cubins=False),
+                  **params)
     return cuda_binary_info.run_module(params, default_runner)
 
 
@@ -85,7 +92,12 @@ def test_sm120a_wheel_meets_sm120a(wheels):
     assert result["ptx_archs"] == ["sm_120a"]  # CMake's plain "120a" also embeds compute_120a PTX
     [lib] = result["libraries"]
     assert lib["path"] == LIBRARY and lib["has_device_code"]
-    assert {c["arch"] for c in lib["cubins"]} == {"sm_120a"}
+    # One cubin and one PTX per translation unit (common.cu, fp4_quant.cu), counted per arch.
+    assert lib["archs"] == [{"kind": "elf", "arch": "sm_120a", "count": 2, "arch_specific": True, "family": False},
+                            {"kind": "ptx", "arch": "sm_120a", "count": 2, "arch_specific": True, "family": False}]
+    assert "cubins" not in lib and result["reader"] == "fatbin" and result["cuobjdump"] is None
+    # The sgl_kernel role passes its cuobjdump: the default reader does not need it.
+    assert _run(wheels["sm120a"], cuobjdump="/nonexistent/cuobjdump")[0]["elf_archs"] == ["sm_120a"]
 
 
 def test_sm90a_wheel_fails_naming_sm120a_and_the_fix(wheels):
@@ -199,7 +211,7 @@ def test_bad_input_raises_a_message_with_the_fix(tmp_path, kind):
         match = "is not a GPU arch"
     else:
         path.write_text("")
-        params["cuobjdump"] = str(tmp_path)
+        params.update(cuobjdump=str(tmp_path), reader="cuobjdump")
         match = "is not an executable file"
     with pytest.raises(CudaBinaryError, match=match):
         _run(path, **params)
@@ -222,3 +234,54 @@ def test_module_end_to_end(wheels):
     assert out["sha256"] == hashlib.sha256(wheels["sm90a"].read_bytes()).hexdigest()
     rc, out = _module({"path": str(wheels["sm90a"]), "require_archs": ["sm_12x"]})
     assert rc == 1 and "is not a GPU arch" in out["msg"] and "Traceback" not in out["msg"]
+
+
+def _library(wheel, folder):
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extract(LIBRARY, str(folder))
+    return str(folder / LIBRARY)
+
+
+@pytest.mark.parametrize("build", sorted(CAPTURED))
+def test_fatbin_reader_matches_the_captured_cuobjdump(wheels, tmp_path, fixtures_dir, build):
+    """The Python reader lists what the real cuobjdump listed for the same build, and tells sm_120f from sm_120."""
+    folder = fixtures_dir / "cuobjdump"
+    captured = json.loads((folder / "index.json").read_text())
+    _has, entries = _fatbin.read_entries(_library(wheels[build], tmp_path))
+    for kind in ("elf", "ptx"):
+        capture = captured["%s.list-%s" % (CAPTURED[build], kind)]
+        assert capture["cmake_cuda_architectures"] == BUILDS[build][0]
+        _code, listed = _cuda_binary.parse_listing(kind, 0, (folder / capture["stdout"]).read_text(), "")
+        assert [e["name"] for e in entries if e["kind"] == kind] == [e["name"] for e in listed]
+    headers = folder / (CAPTURED[build] + ".dump-elf-symbols.out")
+    if headers.exists():
+        assert [(e["kind"], e["arch"]) for e in entries] == _cuda_binary.parse_fatbin_headers(headers.read_text())
+        assert {"sm_120f", "sm_120a"} <= {e["arch"] for e in entries if e["kind"] == "elf"}
+
+
+def test_both_readers_give_the_same_answer_on_every_build(wheels):
+    for name, wheel in sorted(wheels.items()):
+        fast, _failure = _run(wheel, list_cubins=True)
+        slow, _failure = _run(wheel, list_cubins=True, reader="cuobjdump")
+        assert slow["reader"] == "cuobjdump" and slow["cuobjdump_version"]
+        for key in ("elf_archs", "ptx_archs"):
+            assert fast[key] == slow[key], name
+        [quick], [full] = fast["libraries"], slow["libraries"]
+        assert quick["archs"] == full["archs"], name
+        assert [(c["name"], c["arch"]) for c in quick["cubins"]] == [(c["name"], c["arch"]) for c in full["cubins"]], name
+        assert [(p["name"], p["arch"]) for p in quick["ptx"]] == [(p["name"], p["arch"]) for p in full["ptx"]], name
+    mix = _run(wheels["mix"])[0]["libraries"][0]["archs"]
+    assert [(a["kind"], a["arch"], a["count"]) for a in mix] == [
+        ("elf", "sm_90a", 2), ("elf", "sm_120a", 2), ("elf", "sm_120f", 2), ("ptx", "sm_120a", 2)]
+
+
+def test_a_corrupt_library_fails_with_the_cause(wheels, tmp_path):
+    path = pathlib.Path(_library(wheels["sm120a"], tmp_path))
+    data = bytearray(path.read_bytes())
+    at = data.index(struct.pack("<I", _fatbin.FATBIN_MAGIC))
+    data[at + 8:at + 16] = struct.pack("<Q", 1 << 40)
+    path.write_bytes(bytes(data))
+    rc, out = _module({"path": str(path)})
+    assert rc == 1 and out["failed"] is True and "Traceback" not in out["msg"]
+    assert out["msg"].startswith("libfixture_ops.so: the fatbin at file offset %d claims" % at)
+    assert "set reader=cuobjdump" in out["msg"]
