@@ -1,9 +1,7 @@
 """Roles and playbooks gather, call and format; Python decides. This keeps the Jinja small enough to read:
 no expression longer than MAX_EXPRESSION characters, and at most MAX_TOTAL characters of expressions in all
 task, vars and handler files of roles/ and playbooks/ together. Templates of files written to disk
-(roles/*/templates) are not counted. `python tests/unit/test_jinja_budget.py` prints the measure.
-
-PENDING names the roles whose decisions still live in Jinja: they are measured apart and may not grow."""
+(roles/*/templates) are not counted. `python tests/unit/test_jinja_budget.py` prints the measure."""
 
 import collections
 import pathlib
@@ -14,8 +12,6 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MAX_EXPRESSION = 150
 MAX_TOTAL = 25000
-# sglang_server's plan in Python is not in yet: its Jinja as it stands, which may only shrink.
-PENDING = {"roles/sglang_server": 17888}
 PATTERNS = ("roles/*/tasks/*.yml", "roles/*/vars/*.yml", "roles/*/handlers/*.yml", "playbooks/**/*.yml")
 # Keys whose value Ansible evaluates as a bare Jinja expression.
 CONDITIONALS = {"when", "that", "until", "changed_when", "failed_when"}
@@ -56,28 +52,15 @@ def test_the_measure_counts_what_ansible_templates():
     assert list(_expressions(doc)) == ["{{ a }}", "{{ b }}", "x | bool"]
 
 
-def _pending(path):
-    return next((role for role in PENDING if path.startswith(role + "/")), None)
-
-
 def test_no_long_expression():
     long = ["%s: %d characters: %s" % (path, len(e), " ".join(e.split())[:120])
-            for path, found in measure().items() if not _pending(path) for e in found if len(e) > MAX_EXPRESSION]
+            for path, found in measure().items() for e in found if len(e) > MAX_EXPRESSION]
     assert not long, "compute these in Python (a filter or module) and only call it here:\n" + "\n".join(long)
 
 
 def test_total_jinja_stays_small():
-    total = sum(len(e) for path, found in measure().items() if not _pending(path) for e in found)
+    total = sum(len(e) for found in measure().values() for e in found)
     assert 0 < total <= MAX_TOTAL, "%d characters of Jinja in roles/ and playbooks/ (at most %d)" % (total, MAX_TOTAL)
-
-
-def test_pending_roles_do_not_grow():
-    sizes = dict.fromkeys(PENDING, 0)
-    for path, found in measure().items():
-        if _pending(path):
-            sizes[_pending(path)] += sum(len(e) for e in found)
-    grown = {role: size for role, size in sizes.items() if not 0 < size <= PENDING[role]}
-    assert not grown, "decide in Python, not in more Jinja: %s (at most %s)" % (grown, PENDING)
 
 
 if __name__ == "__main__":
@@ -87,6 +70,4 @@ if __name__ == "__main__":
         per_role[parts[1] if parts[0] == "roles" else "playbooks"] += sum(len(e) for e in found)
     for name, size in per_role.most_common():
         print("%7d  %s" % (size, name))
-    pending = sum(size for name, size in per_role.items() if "roles/" + name in PENDING)
-    total = sum(per_role.values())
-    print("%7d  total, %d without the pending roles (at most %d)" % (total, total - pending, MAX_TOTAL))
+    print("%7d  total (at most %d)" % (sum(per_role.values()), MAX_TOTAL))
