@@ -85,10 +85,15 @@ def test_the_plan_reproduces_the_roles_jinja(case):
     assert p["requirements_install_argv"] == (["/opt/sglang/build-venv/bin/python", "-m", "pip", "install",
                                                "--disable-pip-version-check"] + _one_word(old["pip_source_args"])
                                               + p["requirements_missing"])
-    for key in ("key_inputs", "key", "jobs", "threads", "use_ccache", "cmake_defines", "build_environment", "dist_dir",
-                "stamp_path", "installed_stamp_path", "build_needed", "new_stamp"):
+    for key in ("key_inputs", "key", "jobs", "threads", "use_ccache", "build_environment", "dist_dir",
+                "stamp_path", "installed_stamp_path", "build_needed"):
         assert p[key] == old[key], key
-    assert p["record"] == old["build_record"]
+    # added since: compile_commands.json for the dry run, and the dry run's plan in the stamp
+    assert p["cmake_defines"] == dict(old["cmake_defines"], CMAKE_EXPORT_COMPILE_COMMANDS="ON")
+    stamp = json.loads(json.dumps(old["new_stamp"]))
+    stamp["build"].update(cmake_defines=p["cmake_defines"], unit_archs=None)
+    assert p["new_stamp"] == dict(stamp, plan=None)
+    assert p["record"] == dict(old["build_record"], stamp=p["new_stamp"] if old["build_record"]["stamp"] else None)
     assert p["cache_message"].endswith(old["build_reason"] if old["build_needed"] else "= stamp, build skipped")
 
 
@@ -112,7 +117,13 @@ def test_the_build_script_is_the_one_the_jinja_wrote(case):
     values = values_for(case)
     template = env.from_string((ROLE / "templates" / "build.sh.j2").read_text())
     script = template.render(dict(values, _sgl_kernel=plan_of(values), ansible_managed="managed"))
-    assert script == jinja(case)["build_sh"]
+    # the same environment and defines, in the same order, plus compile_commands.json (read by the dry run)
+    settings = re.compile(r"^(export |    --config-settings=cmake\.define\.)")
+    assert [line for line in script.splitlines() if settings.match(line)] == sorted(
+        [line for line in jinja(case)["build_sh"].splitlines() if settings.match(line)]
+        + ["    --config-settings=cmake.define.CMAKE_EXPORT_COMPILE_COMMANDS=ON \\"],
+        key=lambda line: (not line.startswith("export"), line.lower()))
+    assert script.count(" -m pip wheel . ") == 1
 
 
 def test_the_cache_key_is_ansibles_to_json_hash_so_old_stamps_stay_valid():
