@@ -68,7 +68,7 @@ def unit_archs(argv):
     arch, code, seen = None, None, False
     tokens = list(argv)
     for i, token in enumerate(tokens):
-        name, _, value = token.partition("=")
+        name, _sep, value = token.partition("=")
         if name in ("-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code", "--gpu-code") and not value:
             value = tokens[i + 1] if i + 1 < len(tokens) else ""
         if name in ("-gencode", "--generate-code"):
@@ -107,7 +107,7 @@ def parse_compile_commands(text, source="compile_commands.json"):
     """Every translation unit: file, target, cuda, cubins, ptx, unresolved, nvfp4."""
     try:
         entries = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CMakePlanError("%s is not JSON (%s): configure again with CMAKE_EXPORT_COMPILE_COMMANDS=ON" % (source, exc))
     if not isinstance(entries, list):
         raise CMakePlanError("%s is not a list of compile commands" % source)

@@ -2,6 +2,7 @@
 template for the role's plan) configures the fixture kernel project in its upstream layout, cmake_cuda_plan reads
 what CMake generated, and the build that follows produces exactly the archs the dry run reported."""
 
+import ctypes
 import json
 import pathlib
 import shlex
@@ -92,6 +93,8 @@ def build(run):
     for library in unpacked.rglob("*.so"):
         info = cb.inspect_library(str(library), cb.find_cuobjdump())
         found[library.relative_to(unpacked).as_posix()] = (set(info["elf_archs"]), set(info["ptx_archs"]))
+        # FIXTURE_FEATURE_FP4: the library was compiled with ENABLE_NVFP4 (loading needs no GPU)
+        run.setdefault("fp4", set()).add(ctypes.CDLL(str(library)).fixture_features() == 1)
     return found
 
 
@@ -125,6 +128,7 @@ def test_the_dry_run_reports_exactly_what_the_build_produces(case, request):
     run = request.getfixturevalue(case)
     assert run["plan"]["dry_run_error"] is None, run["plan"]["dry_run_report"]
     assert run["built"] == _planned(run)
+    assert run["fp4"] == {run["cmake"]["nvfp4"]} == {True}
     assert set(run["built"]) == {"llmops_fixture_kernel/sm90/common_ops.so", "llmops_fixture_kernel/sm100/common_ops.so"}
 
 
