@@ -134,6 +134,9 @@ PROBE = "__global__ void llmops_probe(float* x) { x[threadIdx.x] *= 2.0f; }\n"
 
 def read_bounded(path, limit, tail=False):
     """The file's text (its last ``limit`` bytes with tail), or a CMakePlanError naming it."""
+    if not os.path.isfile(path):  # a FIFO or a device would block or never end
+        raise CMakePlanError("%s is not a regular file: configure the tree first (CMAKE_EXPORT_COMPILE_COMMANDS=ON, Ninja)"
+                             % path)
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
