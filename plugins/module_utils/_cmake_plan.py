@@ -297,8 +297,8 @@ def report(summary, unused, problems, unit_seconds, probe_arch, factor, jobs, la
                      % (_duration(seconds), summary["unit_archs"], unit_seconds, probe_arch, factor, jobs))
     if last_build and last_build.get("unit_archs") and last_build.get("seconds"):
         rate = float(last_build["seconds"]) * int(last_build.get("jobs") or 1) / int(last_build["unit_archs"])
-        lines.append("At the last build's rate on this host (%s s for %s units x archs, %s jobs): %s" % (
-            last_build["seconds"], last_build["unit_archs"], last_build.get("jobs") or 1,
+        lines.append("At the last build's rate on this host (%.0f s for %s units x archs, %s jobs): %s" % (
+            float(last_build["seconds"]), last_build["unit_archs"], last_build.get("jobs") or 1,
             _duration(rate * summary["unit_archs"] / max(1, int(jobs)))))
     lines.extend("PROBLEM: " + p for p in problems)
     return lines
