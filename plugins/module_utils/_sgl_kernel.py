@@ -14,6 +14,8 @@ stamp and what each installing host must do. Runs on the controller (filter ``ll
   _sgl_kernel_build_venv_made  creating the build venv
   _sgl_kernel_build_reqs       pip installing the missing build requirements
   _sgl_kernel_build_reprobe    the probe again after that install
+  _sgl_kernel_configure        build.sh --configure-only (the dry run's CMake configure)
+  _sgl_kernel_cmake_plan       cmake_cuda_plan on the dry run's build tree
   _sgl_kernel_build_result     the finished build job (async_status: rc, delta)
   _sgl_kernel_build_tail       the end of the build log, read when the build failed
   _sgl_kernel_staged           find: the wheel the build wrote to staging/
@@ -38,6 +40,7 @@ import os
 import posixpath
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, canonical_name, index_options, unmet
@@ -50,6 +53,7 @@ _ARCH_SPECIFIC_BLACKWELL = re.compile(r"^(1[0-9][0-9])a$")
 _PIP_CHANGED = re.compile(r"^(Successfully installed|Would install) ", re.M)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STAMP_NAME = "sgl-kernel-build.json"
+DRY_RUN_TAG = "sgl_kernel_dry_run"
 INSTALLED_STAMP_NAME = ".llmops-sgl-kernel.json"
 
 
@@ -110,7 +114,8 @@ def input_error(s, play_hosts):
     if not str(s["git_ref"] or ""):
         problems.append("sgl_kernel_git_ref is empty")
     for name, minimum, convert in (("build_job_mem_gib", 0, float), ("build_jobs", 1, int),
-                                   ("compile_threads", 1, int), ("build_poll_interval", 1, int)):
+                                   ("compile_threads", 1, int), ("build_poll_interval", 1, int),
+                                   ("dry_run_cost_factor", 0, float)):
         value = s[name]
         if value is None and name in ("build_jobs", "compile_threads"):
             continue
@@ -271,6 +276,56 @@ def build_decision(force, old_stamp, key, stamp_wheel_sha256):
     return False, None
 
 
+def duration_seconds(value):
+    """Seconds from a number or async_status' delta (``0:12:01.5``); None when it is neither."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        pass
+    parts = str(value or "").split(":")
+    try:
+        return sum(float(x) * 60 ** i for i, x in enumerate(reversed(parts))) if len(parts) == 3 else None
+    except ValueError:
+        return None
+
+
+def dry_run_fixes(s, archs):
+    """What to change when the configured tree would miss the required archs or NVFP4."""
+    where = ("sgl_kernel_arch_cmake_variable is %s, so CMake adds %s to every CUDA target unless the tree overrides it"
+             % (s["arch_cmake_variable"], ";".join(archs)) if s["arch_cmake_variable"] else
+             "sgl_kernel_arch_cmake_variable is empty, so only the tree's own -gencode list counts")
+    return {"arch": "set sgl_kernel_arch_cmake_variable: CMAKE_CUDA_ARCHITECTURES with sgl_kernel_cuda_archs: [120a], or the "
+                    "tree's option that adds sm_120a (SGL_KERNEL_ENABLE_SM100A in v0.5-era trees) in sgl_kernel_variant_defines (%s)"
+                    % where,
+            "nvfp4": "set sgl_kernel_enable_fp4: true (SGL_KERNEL_ENABLE_FP4=ON); if CMake did not use that define, put the "
+                     "tree's own FP4 option (see its CMakeLists.txt) in sgl_kernel_extra_cmake_defines"}
+
+
+def _dry_run_plan(s, v, p, old_stamp):
+    """The configure's failure, the dry run's report and its verdict (the real build runs it first too)."""
+    configure = v.get("_sgl_kernel_configure")
+    if ran(configure):
+        p["configure_error"] = None if configure.get("rc") == 0 else (
+            "sgl_kernel: CMake's configure of %s/src/%s failed (rc %s); last lines of %s:\n%s"
+            % (s["build_dir"], s["source_subdir"], configure.get("rc"), p["dry_run_log"], configure.get("stdout") or ""))
+    cmake = v.get("_sgl_kernel_cmake_plan")
+    if not ran(cmake):
+        return
+    unused = cmake.get("unused_defines") or []
+    problems = _cmake_plan.check(cmake, p["toolkit_archs"], to_bool(s["enable_fp4"]), unused,
+                                 p["archs"] if to_bool(s["restrict_archs"]) else None, dry_run_fixes(s, p["archs"]))
+    if cmake.get("probe_error"):
+        problems.append("the timing probe did not compile: %s" % cmake["probe_error"])
+    last = (old_stamp or {}).get("build") or {}
+    last = dict(last, seconds=duration_seconds(last.get("seconds")))
+    p["dry_run_report"] = ["sgl-kernel %s, configured only (nothing compiled) in %s:" % (s["git_ref"], p["dry_run_dir"])] + \
+        _cmake_plan.report(cmake, unused, problems, cmake.get("unit_seconds"), p["toolkit_archs"][0], s["dry_run_cost_factor"],
+                           p["jobs"], last, to_bool(s["restrict_archs"]))
+    p["dry_run_error"] = "sgl_kernel: the build would not give what is required: %s" % "; ".join(problems) if problems else None
+    p["build_plan"] = {"unit_archs": cmake.get("unit_archs"), "cuda_units": cmake.get("cuda_units"),
+                       "cubins": cmake.get("cubins"), "nvfp4": cmake.get("nvfp4"), "unused_defines": unused}
+
+
 # ---------------------------------------------------------------------------------------------
 # The plan
 
@@ -324,6 +379,10 @@ def _build_host_plan(s, v, run, p):
     inputs = {"source_commit": git.get("after"), "source_subdir": s["source_subdir"], "archs": archs,
               "cuda_release": toolkit.get("release"), "torch_version": torch,
               "build_options": {"cmake_defines": defines, "env": s["build_env"]}}
+    restrict = _cmake_plan.restrict_override(archs) if to_bool(s["restrict_archs"]) else None
+    if restrict is not None:
+        # only when on: the keys of earlier builds stay valid
+        inputs["restrict_archs"] = {"keep": archs, "override_sha256": hashlib.sha256(restrict.encode("utf-8")).hexdigest()}
     key = cache_key(inputs)
     old_stamp = probe.get("stamp")
     needed, why = build_decision(s["force_rebuild"], old_stamp, key, probe.get("stamp_wheel_sha256"))
@@ -331,20 +390,29 @@ def _build_host_plan(s, v, run, p):
                                 s["build_jobs"], s["compile_threads"])
     use_ccache = to_bool(s["ccache"]) and probe.get("ccache") is not None
     mem = probe.get("mem_available_bytes")
+    defines_all = cmake_defines(s, defines, threads)
+    defines_all["CMAKE_EXPORT_COMPILE_COMMANDS"] = "ON"
+    if restrict is not None:
+        defines_all["CMAKE_PROJECT_INCLUDE"] = p["restrict_override_path"]
     p.update(
-        archs=archs, key_inputs=inputs, key=key, build_needed=needed, build=needed and not run["check_mode"],
+        archs=archs, key_inputs=inputs, key=key, build_needed=needed,
+        build=needed and not run["check_mode"] and not p["dry_run"],
+        # the real build configures first and stops when it would miss sm_120 or NVFP4
+        configure_first=(p["dry_run"] or needed) and not run["check_mode"],
+        restrict_override=restrict, configure_error=None, dry_run_report=None, dry_run_error=None, build_plan=None,
         cache_message="sgl-kernel %s (%s) for %s, CUDA %s, torch %s: key %s %s%s" % (
             s["git_ref"], str(git.get("after"))[:12], ";".join(archs), toolkit.get("release"), torch or "none", key[:16],
             "-> build (%s)" % why if needed else "= stamp, build skipped",
-            " (check mode: not built)" if needed and run["check_mode"] else ""),
+            " (check mode: not built)" if needed and run["check_mode"] else " (dry run: not built)" if needed and p["dry_run"] else ""),
         jobs=jobs, threads=threads, use_ccache=use_ccache,
-        cmake_defines=cmake_defines(s, defines, threads),
+        cmake_defines=defines_all,
         build_environment=build_environment(s, archs, jobs, threads, use_ccache),
         parallelism_message="Building on %s cores with %s GiB available: %d jobs x %d nvcc threads (budget %s GiB per job)%s; log %s"
         % (probe["cores"], "unknown" if mem is None else round(mem / GIB, 1), jobs, threads, s["build_job_mem_gib"],
            ", ccache" if use_ccache else "", p["build_log"]),
         poll_steps=list(range(int(s["build_timeout"]) // int(s["build_poll_interval"]) + 1)),
         async_seconds=int(s["build_timeout"]) + 60)
+    _dry_run_plan(s, v, p, old_stamp)
     _build_run_plan(s, v, p, probe)
     stamp = p.get("new_stamp") if p["build"] else (None if needed else old_stamp)
     wheel = (stamp or {}).get("wheel") or {}
@@ -393,7 +461,8 @@ def _build_run_plan(s, v, p, probe):
         "build": {"seconds": result.get("delta", ""), "cores": probe["cores"],
                   "mem_available_bytes": probe.get("mem_available_bytes"), "job_mem_gib": s["build_job_mem_gib"],
                   "jobs": p["jobs"], "compile_threads": p["threads"], "ccache": p["use_ccache"],
-                  "cmake_defines": p["cmake_defines"]}}
+                  "cmake_defines": p["cmake_defines"], "unit_archs": (p["build_plan"] or {}).get("unit_archs")},
+        "plan": p["build_plan"]}
     p["new_stamp_json"] = nice_json(p["new_stamp"])
 
 
@@ -485,6 +554,10 @@ def plan(values):
         return {"input_error": error}
     build_dir = s["build_dir"]
     p = {"input_error": None,
+         "dry_run": to_bool(s["dry_run"]) or DRY_RUN_TAG in (run.get("tags") or []),
+         "dry_run_dir": build_dir + "/dry-run",
+         "dry_run_log": build_dir + "/dry-run.log",
+         "restrict_override_path": build_dir + "/restrict-archs.cmake",
          "src_dir": build_dir + "/src",
          "staging_dir": build_dir + "/staging",
          "build_log": build_dir + "/build.log",

@@ -44,6 +44,7 @@ LOGS = [p.read_bytes() for p in _files("sglang-logs/*.log")]
 SMI = _texts("gpu-outputs/*.txt", "gpu/*/*.txt")
 CUOBJDUMP = _texts("cuobjdump/*.out", "cuobjdump/*.err", "cuobjdump/*.txt")
 NVCC = _texts("gpu-outputs/3[4-7]-nvcc*.txt", "cuobjdump/nvcc-*.txt")
+CMAKE = _texts("cmake_plan/*.json", "cmake_plan/*.log", "cmake_plan/*.ninja")
 CONFIGS = _jsons("checkpoints/*/config.json")
 QUANT = _jsons("quant-configs/*.json", "checkpoints/*/hf_quant_config.json")
 INDEXES = _jsons("checkpoints/*/model.safetensors.index.json")

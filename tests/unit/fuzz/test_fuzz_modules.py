@@ -22,6 +22,7 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     accuracy_canary,
     benchmark,
     checkpoint_info,
+    cmake_cuda_plan,
     cuda_binary_info,
     cuda_toolkit_info,
     gpu_info,
@@ -42,7 +43,7 @@ from .harness import argument_spec, fuzz, run_main, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = {
-    "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info,
+    "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info, "cmake_cuda_plan": cmake_cuda_plan,
     "cuda_binary_info": cuda_binary_info, "cuda_toolkit_info": cuda_toolkit_info, "gpu_info": gpu_info,
     "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit, "router_probe": router_probe,
     "router_worker": router_worker,
@@ -50,7 +51,7 @@ MODULES = {
     "sglang_wait_ready": sglang_wait_ready,
 }
 # Modules of this suite's owner may be given files that never end (/dev/zero) and FIFOs: their reads are bounded.
-BOUNDED_READERS = ("gpu_info", "cuda_binary_info", "cuda_toolkit_info")
+BOUNDED_READERS = ("gpu_info", "cuda_binary_info", "cuda_toolkit_info", "cmake_cuda_plan")
 URLS = ("http://127.0.0.1:30000", "http://127.0.0.1:30000/health_generate", "https://[fd00::11]:30000", "http://[::1",
         "http://fd00::11:30000", "http://\uff03x", "127.0.0.1:30000", "http://u:p@h:1", "http://h:99999", "ftp://h", "http://a b")
 UNITS = ("sglang-qwen.service", "sglang@1.service", "-x", "a b", "", "../x.service")
@@ -207,7 +208,7 @@ def _args(m, spec, module_name, files):
 
 
 # Module -> fuzz cases. Modules whose main() is slow per case (a prompt to build, a checkpoint to copy) get fewer.
-CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
+CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cmake_cuda_plan": 400, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
          "gpu_info": 800, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
          "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800, "sglang_wait_ready": 800}
 

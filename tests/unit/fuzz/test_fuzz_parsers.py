@@ -20,6 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _bench_report
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_serving as bserving
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_stats as bstats
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
+from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan as cp
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
@@ -38,8 +39,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log a
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd as systemd
 
 from .corpus import (
-    CONFIGS, CUOBJDUMP, FIXTURES, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI, SSE,
-    TOOL_OUTPUTS, TOOLKIT)
+    CMAKE, CONFIGS, CUOBJDUMP, FIXTURES, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI,
+    SSE, TOOL_OUTPUTS, TOOLKIT)
 from .harness import clean, fuzz
 
 
@@ -82,6 +83,15 @@ def test_cuda_toolkit_outputs(request, tmp_path):
         cache.write_text(text, errors="surrogatepass")
         ct.load_cache(str(cache))
     fuzz(request, lambda m: (m.text(samples), m.pick(("sm_120a", "sm_90a", "sm_100f", m.junk(), m.scalar()))), check, 5000)
+
+
+def test_cmake_plan_outputs(request):
+    """compile_commands.json, build.ninja and the configure log of real fixture configures, mutated."""
+    def check(text):
+        units = clean(lambda: cp.parse_compile_commands(text), cp.CMakePlanError)
+        summary = cp.summarize(units or [], cp.parse_link_outputs(text))
+        cp.check(summary, ["sm_120a"], True, cp.unused_defines(text), restrict_to=["120f"])
+    fuzz(request, lambda m: m.text(CMAKE), check, 3000)
 
 
 def test_cuda_binary_outputs(request):

@@ -85,10 +85,15 @@ def test_the_plan_reproduces_the_roles_jinja(case):
     assert p["requirements_install_argv"] == (["/opt/sglang/build-venv/bin/python", "-m", "pip", "install",
                                                "--disable-pip-version-check"] + _one_word(old["pip_source_args"])
                                               + p["requirements_missing"])
-    for key in ("key_inputs", "key", "jobs", "threads", "use_ccache", "cmake_defines", "build_environment", "dist_dir",
-                "stamp_path", "installed_stamp_path", "build_needed", "new_stamp"):
+    for key in ("key_inputs", "key", "jobs", "threads", "use_ccache", "build_environment", "dist_dir",
+                "stamp_path", "installed_stamp_path", "build_needed"):
         assert p[key] == old[key], key
-    assert p["record"] == old["build_record"]
+    # added since: compile_commands.json for the dry run, and the dry run's plan in the stamp
+    assert p["cmake_defines"] == dict(old["cmake_defines"], CMAKE_EXPORT_COMPILE_COMMANDS="ON")
+    stamp = json.loads(json.dumps(old["new_stamp"]))
+    stamp["build"].update(cmake_defines=p["cmake_defines"], unit_archs=None)
+    assert p["new_stamp"] == dict(stamp, plan=None)
+    assert p["record"] == dict(old["build_record"], stamp=p["new_stamp"] if old["build_record"]["stamp"] else None)
     assert p["cache_message"].endswith(old["build_reason"] if old["build_needed"] else "= stamp, build skipped")
 
 
@@ -112,7 +117,13 @@ def test_the_build_script_is_the_one_the_jinja_wrote(case):
     values = values_for(case)
     template = env.from_string((ROLE / "templates" / "build.sh.j2").read_text())
     script = template.render(dict(values, _sgl_kernel=plan_of(values), ansible_managed="managed"))
-    assert script == jinja(case)["build_sh"]
+    # the same environment and defines, in the same order, plus compile_commands.json (read by the dry run)
+    settings = re.compile(r"^(export |    --config-settings=cmake\.define\.)")
+    assert [line for line in script.splitlines() if settings.match(line)] == sorted(
+        [line for line in jinja(case)["build_sh"].splitlines() if settings.match(line)]
+        + ["    --config-settings=cmake.define.CMAKE_EXPORT_COMPILE_COMMANDS=ON \\"],
+        key=lambda line: (not line.startswith("export"), line.lower()))
+    assert script.count(" -m pip wheel . ") == 1
 
 
 def test_the_cache_key_is_ansibles_to_json_hash_so_old_stamps_stay_valid():
@@ -446,3 +457,66 @@ def test_every_result_the_role_registers_is_documented_for_the_plan():
     # results the plan does not read: the job id, the poll loop and the smoke test
     assert registered - documented == {"_sgl_kernel_build_job", "_sgl_kernel_build_poll", "_sgl_kernel_smoke"}
     assert documented <= registered
+
+
+# ---------------------------------------------------------------------------------------------
+# Dry run and arch restriction (the real-tool run: tests/unit/plugins/modules/test_cmake_cuda_plan.py)
+
+def _without_build(values):
+    return {k: v for k, v in values.items() if k not in ("_sgl_kernel_build_result", "_sgl_kernel_staged", "_sgl_kernel_verify")}
+
+
+@pytest.mark.parametrize("how", ["setting", "tag"])
+def test_a_dry_run_configures_first_and_builds_nothing(how):
+    values = _without_build(values_for("a_defaults_130"))
+    if how == "setting":
+        values["sgl_kernel_dry_run"] = True
+    else:
+        values["_sgl_kernel_run"] = dict(values["_sgl_kernel_run"], tags=["sgl_kernel_dry_run"])
+    p = plan_of(values)
+    assert p["dry_run"] and p["configure_first"] and p["build_needed"] and not p["build"]
+    assert p["cache_message"].endswith("(dry run: not built)")
+    normal = plan_of(_without_build(values_for("a_defaults_130")))
+    assert not normal["dry_run"] and normal["configure_first"] and normal["build"]
+    checking = plan_of(_without_build(values_for("a_defaults_130", check_mode=True, sgl_kernel_dry_run=True)))
+    assert not checking["configure_first"]
+
+
+def test_the_restriction_is_in_the_key_only_when_on():
+    values = _without_build(values_for("a_defaults_130"))
+    off, on = plan_of(values), plan_of(dict(values, sgl_kernel_restrict_archs=True))
+    assert off["key"] == jinja("a_defaults_130")["key"] and on["key"] != off["key"]
+    assert on["key_inputs"]["restrict_archs"]["keep"] == ["120f"]
+    assert on["cmake_defines"]["CMAKE_PROJECT_INCLUDE"] == on["restrict_override_path"]
+    assert "CMAKE_PROJECT_INCLUDE" not in off["cmake_defines"] and off["restrict_override"] is None
+    assert '"120f"' in on["restrict_override"]
+
+
+def _planned(cubins, nvfp4):
+    target = {"cuda_units": 2, "other_units": 0, "cubins": cubins, "ptx": [], "nvfp4_units": 2 if nvfp4 else 0,
+              "unit_archs": 2 * len(cubins), "unresolved": [], "library": "common_ops.so"}
+    return {"targets": {"common_ops": target}, "cuda_units": 2, "unit_archs": 2 * len(cubins), "cubins": cubins,
+            "ptx": [], "nvfp4": nvfp4, "unused_defines": ["SGL_KERNEL_BUILD_SM100_VARIANT"], "unit_seconds": 4.0,
+            "probe_error": None}
+
+
+def test_the_dry_run_verdict_names_the_fix():
+    base = _without_build(values_for("a_defaults_130", _sgl_kernel_configure={"rc": 0, "stdout": ""}))
+    good = plan_of(dict(base, _sgl_kernel_cmake_plan=_planned(["sm_90a", "sm_120f"], True)))
+    assert good["dry_run_error"] is None and good["configure_error"] is None
+    assert "Defines CMake did not use: SGL_KERNEL_BUILD_SM100_VARIANT" in good["dry_run_report"]
+    assert good["build_plan"]["unit_archs"] == 4
+    bad = plan_of(dict(base, _sgl_kernel_cmake_plan=_planned(["sm_90a"], False)))
+    assert "no CUDA unit will be compiled for sm_120a" in bad["dry_run_error"]
+    assert "sgl_kernel_arch_cmake_variable: CMAKE_CUDA_ARCHITECTURES" in bad["dry_run_error"]
+    assert "-DENABLE_NVFP4" in bad["dry_run_error"] and "sgl_kernel_enable_fp4: true" in bad["dry_run_error"]
+    failed = plan_of(dict(base, _sgl_kernel_configure={"rc": 1, "stdout": "CMake Error at CMakeLists.txt:3"}))
+    assert "CMake's configure" in failed["configure_error"] and "CMake Error at CMakeLists.txt:3" in failed["configure_error"]
+
+
+def test_the_stamp_records_the_dry_runs_plan_for_the_next_estimate():
+    values = values_for("a_defaults_130", _sgl_kernel_configure={"rc": 0, "stdout": ""},
+                        _sgl_kernel_cmake_plan=_planned(["sm_120f"], True))
+    p = plan_of(values)
+    assert p["new_stamp"]["build"]["unit_archs"] == 2 and p["new_stamp"]["plan"]["cubins"] == ["sm_120f"]
+    assert sk.duration_seconds("0:12:01.5") == 721.5 and sk.duration_seconds(30) == 30.0 and sk.duration_seconds("x") is None
