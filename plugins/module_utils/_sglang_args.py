@@ -22,13 +22,14 @@ Standard library only; no Ansible imports.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
 import shutil
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact, _sglang_args_checker
-from ansible_collections.llmops.sglang.plugins.module_utils._process import NoAnswer, ask_python
+from ansible_collections.llmops.sglang.plugins.module_utils._process import NoAnswer, ask_python, module_source, run_bounded
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args_checker import looks_like_flag, split_flag
 
 MASK = _redact.MASK
@@ -122,6 +123,69 @@ def _checker_shaped(result):
         return False
     errors = result.get("errors")
     return errors is None or (isinstance(errors, list) and all(isinstance(e, dict) for e in errors))
+
+
+# Where the installed SGLang lies, found without importing it (the check itself imports torch: seconds to minutes).
+_LOCATE = ("import importlib.util, sys; spec = importlib.util.find_spec('sglang'); "
+           "print(spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else '')")
+# The files whose change can change the check's answer (the version file where the release has one); their size,
+# mtime and inode stand for their content.
+_PARSER_FILES = ("srt/server_args.py", "__init__.py")
+_VERSION_FILES = ("version.py", "_version.py")
+
+
+def check_fingerprint(python, args, timeout=30):
+    """A digest of everything a passed check depends on: the arguments with their secrets masked, the interpreter,
+    the parser files of the SGLang install it finds, and this checker. None when the install cannot be located
+    without importing it (the check then simply runs)."""
+    path = os.path.abspath(find_python(python))   # not realpath: a venv's python is a link to the base interpreter
+    rc, out, _err, _timed_out, _missing = run_bounded([path, "-I", "-c", _LOCATE], timeout)
+    package = out.strip().splitlines()[-1] if rc == 0 and out.strip() else ""
+    if not os.path.isdir(package):
+        return None
+    stats = []
+    for name in _PARSER_FILES + _VERSION_FILES:
+        try:
+            st = os.stat(os.path.join(package, name))
+        except OSError:
+            if name in _PARSER_FILES:
+                return None
+            continue
+        stats.append([name, st.st_size, st.st_mtime_ns, st.st_ino])
+    masked = [str(a) for a in args]
+    for index, inline in secret_positions(masked):   # by position: a short secret must not mask other words
+        masked[index] = split_flag(masked[index])[0] + "=" + MASK if inline else MASK
+    material = json.dumps({"args": masked, "python": path, "package": package, "files": stats,
+                           "checker": module_source(_sglang_args_checker), "payload": build_payload([])}, sort_keys=True)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def cached_check(cache_dir, fingerprint):
+    """The result of an earlier passed check with this fingerprint, or None."""
+    if not cache_dir or not fingerprint:
+        return None
+    try:
+        with open(os.path.join(cache_dir, fingerprint + ".json"), "rb") as handle:
+            result = json.loads(handle.read(1 << 20).decode("utf-8"))
+    except (IOError, OSError, ValueError):
+        return None
+    return result if _checker_shaped(result) and not result.get("errors") and "sglang_version" in result else None
+
+
+def remember_check(cache_dir, fingerprint, result):
+    """Keep a passed check's result (already masked by the checker) for the next run; failures are never kept, so
+    they are always reported in full. Private to the user; a cache that cannot be written is only slower."""
+    if not cache_dir or not fingerprint or not _checker_shaped(result) or result.get("errors"):
+        return
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        tmp = os.path.join(cache_dir, ".%s.%d" % (fingerprint, os.getpid()))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(result, handle, sort_keys=True)
+        os.replace(tmp, os.path.join(cache_dir, fingerprint + ".json"))
+    except (IOError, OSError):
+        pass
 
 
 def run_check(python, args, timeout=120):

@@ -57,6 +57,15 @@ options:
       - Seconds to wait for the interpreter to import SGLang and parse the arguments.
     type: int
     default: 120
+  cache_dir:
+    description:
+      - Directory (created private to the user) where a passed check is kept under a digest of everything it
+        depends on: the arguments with their secret values masked, the interpreter, the size and modification time
+        of the installed SGLang's parser files (found without importing SGLang) and this checker.
+      - An unchanged configuration is then not checked again (the check imports torch, seconds to minutes of
+        CPU); a new argument, interpreter, SGLang release or checker runs it. A failed check is never kept.
+      - Unset, every run checks.
+    type: path
 notes:
   - Importing SGLang's argument parser needs the runtime's Python dependencies (torch among them) but no GPU.
   - The interpreter must be Python 3.9 or newer.
@@ -151,6 +160,11 @@ python_version:
   returned: success or when the arguments were checked
   type: str
   sample: 3.12.3
+cached:
+  description: Whether the result is that of an earlier passed check with the same digest (see O(cache_dir)).
+  returned: success or when the arguments were checked
+  type: bool
+  sample: true
 python:
   description: The interpreter that was run.
   returned: always
@@ -161,8 +175,11 @@ python:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args import (
     SglangArgsError,
+    cached_check,
+    check_fingerprint,
     format_errors,
     interpret,
+    remember_check,
     run_check,
     secret_positions,
     secret_values,
@@ -176,8 +193,15 @@ def run_module(module):
         module.fail_json(msg="timeout must be a positive number of seconds, got %s" % module.params["timeout"], python=python)
     # secrets known from the flag names alone are masked even if the check cannot run
     module.no_log_values.update(secret_values(args, secret_positions(args)))
+    cache_dir = module.params["cache_dir"]
     try:
-        raw = run_check(python, args, timeout=module.params["timeout"])
+        fingerprint = check_fingerprint(python, args) if cache_dir else None
+        raw = cached_check(cache_dir, fingerprint)
+        cached = raw is not None
+        if not cached:
+            raw = run_check(python, args, timeout=module.params["timeout"])
+            if not module.check_mode:
+                remember_check(cache_dir, fingerprint, raw)
     except SglangArgsError as exc:
         module.fail_json(msg=str(exc), python=python)
     result, secrets = interpret(raw, args)
@@ -192,7 +216,7 @@ def run_module(module):
         msg = "SGLang %s accepts all %d launch argument(s)" % (result["sglang_version"], len(args))
     else:
         msg = format_errors(result, python)
-    module.exit_json(changed=False, msg=msg, python=python, **result)
+    module.exit_json(changed=False, msg=msg, python=python, cached=cached, **result)
 
 
 def main():
@@ -202,6 +226,7 @@ def main():
             args=dict(type="list", elements="str", required=True),
             fail_on_invalid=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
+            cache_dir=dict(type="path"),
         ),
         supports_check_mode=True,
         # the invocation log line would carry the arguments, secrets included

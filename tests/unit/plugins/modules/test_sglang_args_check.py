@@ -151,3 +151,70 @@ def test_deprecated_flag_is_accepted_with_a_warning(sglang_python, tmp_path):
     assert item["flag"] == "--disable-cuda-graph" and item["replacement"].startswith("--cuda-graph-backend")
     # ansible-core 2.19 returns warnings as structured summaries
     assert "--disable-cuda-graph is deprecated in SGLang 0.5.23; use --cuda-graph-backend" in json.dumps(result["warnings"])
+
+
+# ---- cache_dir: an unchanged configuration is not checked again ---------------------------------------------------
+
+def test_a_passed_check_is_kept_and_reused_without_its_secrets(sglang_python, capsys, tmp_path):
+    cache = tmp_path / "cache"
+    args = REFERENCE + ["--api-key", "sk-cache-secret-81f2"]
+    first, _out = run({"python": sglang_python, "args": args, "cache_dir": str(cache)}, capsys)
+    assert first["valid"] is True and first["cached"] is False
+    (kept,) = cache.iterdir()
+    assert oct(cache.stat().st_mode & 0o777) == "0o700" and oct(kept.stat().st_mode & 0o777) == "0o600"
+    assert "sk-cache-secret-81f2" not in kept.read_text()
+    second, out = run({"python": sglang_python, "args": args, "cache_dir": str(cache)}, capsys)
+    assert second["cached"] is True and second["valid"] is True and "sk-cache-secret-81f2" not in out
+    assert {k: v for k, v in second.items() if k != "cached"} == {k: v for k, v in first.items() if k != "cached"}
+    # another key value checks nothing new (the value is masked in the digest); another setting does
+    third, _out = run({"python": sglang_python, "args": REFERENCE + ["--api-key", "other"], "cache_dir": str(cache)}, capsys)
+    assert third["cached"] is True
+    fourth, _out = run({"python": sglang_python, "args": with_flag(REFERENCE, "--tp-size", "4"), "cache_dir": str(cache)}, capsys)
+    assert fourth["cached"] is False and fourth["parsed"]["tp_size"] == 4 and len(list(cache.iterdir())) == 2
+
+
+def test_a_failed_check_is_never_kept(sglang_python, capsys, tmp_path):
+    cache = tmp_path / "cache"
+    bad = with_flag(REFERENCE, "--kv-cache-dtype", "bf61")
+    for _attempt in range(2):
+        result, _out = run({"python": sglang_python, "args": bad, "cache_dir": str(cache)}, capsys)
+        assert result["failed"] is True and result["valid"] is False and "invalid choice" in result["msg"]
+    assert not cache.exists() or not list(cache.iterdir())
+
+
+def _fake_install(root, version):
+    """A venv whose site-packages holds a stand-in 'sglang' package: only its files' identity matters here."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    site = next(root.glob("lib/python3*/site-packages"))
+    (site / "sglang" / "srt").mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("")
+    (site / "sglang" / "version.py").write_text("__version__ = %r\n" % version)
+    (site / "sglang" / "srt" / "server_args.py").write_text("# parser\n")
+    return root / "bin" / "python", site / "sglang"
+
+
+def test_the_digest_follows_the_installed_parser_not_the_secrets(tmp_path):
+    from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
+    python, package = _fake_install(tmp_path / "venv", "0.5.23")
+    base = sa.check_fingerprint(str(python), REFERENCE + ["--api-key", "a"])
+    assert base and len(base) == 64
+    assert sa.check_fingerprint(str(python), REFERENCE + ["--api-key", "b"]) == base
+    assert sa.check_fingerprint(str(python), with_flag(REFERENCE, "--tp-size", "4")) != base
+    (package / "srt" / "server_args.py").write_text("# parser of another release\n")
+    assert sa.check_fingerprint(str(python), REFERENCE + ["--api-key", "a"]) != base
+    (package / "version.py").write_text("__version__ = '0.5.24'\n")
+    newer = sa.check_fingerprint(str(python), REFERENCE + ["--api-key", "a"])
+    assert newer not in (None, base)
+    (package / "srt" / "server_args.py").unlink()
+    assert sa.check_fingerprint(str(python), REFERENCE) is None     # not a recognisable install: the check runs
+
+
+def test_a_corrupt_or_foreign_cache_entry_is_ignored(tmp_path):
+    from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
+    digest = "a" * 64
+    for content in (b"not json", b'{"errors": [{"flag": "--x"}], "sglang_version": "0.5.23"}', b"[1, 2]",
+                    b'{"errors": "x", "sglang_version": "0.5.23"}', b'{"errors": []}'):
+        (tmp_path / (digest + ".json")).write_bytes(content)
+        assert sa.cached_check(str(tmp_path), digest) is None
+    sa.remember_check(str(tmp_path / "new"), digest, {"errors": [{"flag": "--x"}], "sglang_version": "0.5.23"})
+    assert not (tmp_path / "new").exists()
