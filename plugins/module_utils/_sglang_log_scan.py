@@ -42,10 +42,13 @@ FIND_BYTE_COST = 2400
 # A regular-expression pass over a MiB (its C loop over the bytes) and each hit of its first byte.
 REGEX_PASS_COST = 700
 REGEX_HIT_COST = 0.03
-# Re-sample byte frequencies after this many bytes, or after PLAN_CHECK_BYTES when the probes made so far
-# exceed PROBE_SLACK times what the plan expected (plus PROBE_SLACK_PER_MIB), on blocks at least PLAN_MIN_BYTES long.
+# Plan again PLAN_CHECK_BYTES after a plan whose cost differs by more than PLAN_CHANGE from the last one's
+# (a sample of a startup burst), then after twice as many bytes each time up to REPLAN_BYTES; and as soon as
+# the probes made exceed PROBE_SLACK times what the plan expected (plus PROBE_SLACK_PER_MIB). Only on blocks
+# at least PLAN_MIN_BYTES long.
 REPLAN_BYTES = 64 << 20
 PLAN_CHECK_BYTES = 1 << 20
+PLAN_CHANGE = 0.1
 PROBE_SLACK = 3
 PROBE_SLACK_PER_MIB = 200
 PLAN_MIN_BYTES = 64 << 10
@@ -115,12 +118,16 @@ class LineScanner(object):
         # each entry: the runs (bytes) one of which a line must hold for this alternative to match
         self.alternatives = [] if alternatives is None else [
             [r.encode("utf-8") for r in runs] for runs in minimal_alternatives(alternatives)]
+        self._alt_bytes = [set(r[k:k + 1] for r in runs for k in range(len(r))) for runs in self.alternatives]
+        self._bytes = set().union(*self._alt_bytes) if self._alt_bytes else set()
         self.groups = None          # byte -> literals probed around that byte
         self.searches = []          # (search(block, pos, end) -> offset or -1, [(literal, offset of the hit in it)])
         self.find_literals = []     # literals found by those searches
         self._plan_size = 0
         self._since_plan = 0
         self._expected = 0.0        # probes per MiB the plan expects
+        self._cost = 0.0            # what its passes cost per MiB, in probes
+        self._check_after = PLAN_CHECK_BYTES
         self._probes = 0            # probes made since the plan
         self.sequential = False
         self.follow = 0
@@ -196,63 +203,62 @@ class LineScanner(object):
         step = max(size // 4, 1)
         sample = b"".join(block[p:p + SAMPLE_BYTES] for p in range(start, end, step))
         scale = float(1 << 20) / max(len(sample), 1)
-        freq = {}
-
-        def rate(needle):
-            # occurrences per MiB
-            if needle not in freq:
-                freq[needle] = sample.count(needle) * scale
-            return freq[needle]
-
+        rates = dict((byte, sample.count(byte) * scale) for byte in self._bytes)   # occurrences per MiB
         probed, common = [], []
-        for runs in self.alternatives:
-            (probed if any(rate(bytes((b,))) <= PROBE_LIMIT_PER_MIB for r in runs for b in r) else common).append(runs)
+        for n, alt_bytes in enumerate(self._alt_bytes):
+            (probed if any(rates[b] <= PROBE_LIMIT_PER_MIB for b in alt_bytes) else common).append(n)
         # a literal with a rare byte: probed around a rare byte it shares with as many others as pays
         options = {}
-        for n, runs in enumerate(probed):
-            for byte in set(bytes((b,)) for r in runs for b in r):
-                if rate(byte) <= PROBE_LIMIT_PER_MIB:
-                    options.setdefault(byte, [MEMCHR_PASS_COST + rate(byte), set()])[1].add(n)
-        groups, probes = {}, 0.0
+        for i, n in enumerate(probed):
+            for byte in self._alt_bytes[n]:
+                if rates[byte] <= PROBE_LIMIT_PER_MIB:
+                    options.setdefault(byte, [MEMCHR_PASS_COST + rates[byte], set()])[1].add(i)
+        groups, probes, cost = {}, 0.0, 0.0
         for byte, served in _cover(options, len(probed)):
-            probes += rate(byte)
-            for n in served:
-                lit = max((r for r in probed[n] if byte in r), key=len)
-                groups.setdefault(byte, []).append((lit, tuple(i for i in range(len(lit)) if lit[i:i + 1] == byte)))
+            probes += rates[byte]
+            cost += options[byte][0]
+            for i in served:
+                lit = max((r for r in self.alternatives[probed[i]] if byte in r), key=len)
+                groups.setdefault(byte, []).append((lit, tuple(k for k in range(len(lit)) if lit[k:k + 1] == byte)))
         # literals of common bytes only: whole searches, each a literal, a 4-byte piece several share (each hit
         # probed) or a regular expression of a byte several share
         options = {}
-        for n, runs in enumerate(common):
-            for r in runs:
-                options.setdefault(r, [FIND_PASS_COST + FIND_BYTE_COST / len(r) + rate(r), set()])[1].add(n)
-                for piece in set(r[i:i + 4] for i in range(len(r) - 3)):
-                    options.setdefault(piece, [None, set()])[1].add(n)
-                for byte in set(bytes((b,)) for b in r):
-                    options.setdefault(byte, [REGEX_PASS_COST + rate(byte) * REGEX_HIT_COST, set()])[1].add(n)
+        for i, n in enumerate(common):
+            for r in self.alternatives[n]:
+                options.setdefault(r, [FIND_PASS_COST + FIND_BYTE_COST / len(r) + sample.count(r) * scale, set()])[1].add(i)
+                for piece in set(r[k:k + 4] for k in range(len(r) - 3)):
+                    options.setdefault(piece, [None, set()])[1].add(i)
+            for byte in self._alt_bytes[n]:
+                options.setdefault(byte, [REGEX_PASS_COST + rates[byte] * REGEX_HIT_COST, set()])[1].add(i)
         for key in list(options):
             if options[key][0] is None:
                 if len(options[key][1]) < 2:
                     del options[key]    # its whole literal is found faster
                 else:
-                    options[key][0] = FIND_PASS_COST + FIND_BYTE_COST / 4.0 + rate(key)
+                    options[key][0] = FIND_PASS_COST + FIND_BYTE_COST / 4.0 + sample.count(key) * scale
         searches, finds = [], []
         for key, served in _cover(options, len(common)):
+            cost += options[key][0]
             entries = []
-            for n in served:
-                lit = max((r for r in common[n] if key in r), key=len)
+            for i in served:
+                lit = max((r for r in self.alternatives[common[i]] if key in r), key=len)
                 entries.append((lit, lit.index(key)))   # the first one: the longest rest to look ahead for
                 finds.append(lit)
             if len(key) > 1:
                 searches.append((_find(key), entries))
-                probes += rate(key)
+                probes += sample.count(key) * scale
             else:
                 # the byte, then the rest of a literal and a look back over all of it: a match is a literal
                 rests = sorted(set(re.escape(lit[k + 1:]) + (b"(?<=%s)" % re.escape(lit) if k else b"") for lit, k in entries))
                 searches.append((_search(re.compile(re.escape(key) + b"(?=" + b"|".join(rests) + b")")), entries))
+        # a plan much unlike the last one may come from an unusual block (a startup): check it again soon
+        steady = self.groups is not None and abs(cost - self._cost) <= PLAN_CHANGE * self._cost
+        self._check_after = min(2 * self._check_after, REPLAN_BYTES) if steady else PLAN_CHECK_BYTES
         self.groups = groups
         self.searches = searches
         self.find_literals = finds
         self._expected = probes
+        self._cost = cost
         self._plan_size = size
         self._since_plan = 0
         self._probes = 0
@@ -321,8 +327,8 @@ class LineScanner(object):
         return sorted(found)
 
     def _stale(self):
-        """The plan was made long ago, or its probes are far over what its sample promised."""
-        if self._since_plan >= REPLAN_BYTES:
+        """The plan is due for a check, or its probes are far over what its sample promised."""
+        if self._since_plan >= self._check_after:
             return True
         mib = self._since_plan / float(1 << 20)
         return self._since_plan >= PLAN_CHECK_BYTES and self._probes > (PROBE_SLACK * self._expected + PROBE_SLACK_PER_MIB) * mib
