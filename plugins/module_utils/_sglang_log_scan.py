@@ -13,15 +13,16 @@ literals, and only the lines holding one are cut out, decoded and parsed. A byte
 the input decides how each literal is found:
 
 - a literal with a rare byte: that byte is found with ``bytes.find`` (memchr, many GB/s) and the
-  literal probed around it with ``startswith``; literals that share their rarest byte share the pass;
+  literal probed around it with ``startswith``; a rare byte several literals share serves them in one pass;
 - the literals made of common bytes only (``Error``, ``Traceback (most recent call last)`` in a log
-  full of ``EPn`` prefixes and ``GET`` lines): one compiled regular expression per byte they share,
-  that byte followed by a lookahead of their rests, each checked back to its start. Its search runs in
-  C with a literal prefix, so the many hits of a common byte cost no Python work; a few such passes
-  cover all of them.
+  full of ``EPn`` prefixes and ``GET`` lines): whole searches in C, chosen by cost: a 4-byte piece
+  several of them share (``rror``), a literal itself (``bytes.find``, faster the longer it is), or one
+  regular expression per byte they share (the byte with a lookahead of their rests, each checked back
+  to its start), whose C loop takes the many hits of a common byte.
 
-Lines holding ANSI codes are checked again with the codes removed. The plan is made again every
-``REPLAN_BYTES`` and as soon as the probes it costs are well over what its sample promised.
+Lines holding ANSI codes are checked again with the codes removed. The plan is made again soon after
+one unlike the last (its sample may have been a startup burst), then ever less often, and as soon as
+its probes are well over what its sample promised.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records 
 
 DEFAULT_MAX_LINE_BYTES = 256 * 1024
 # Costs, in probes per MiB (one probe: memchr to the next byte, then startswith, about 1 us of Python).
-# A literal whose rarest byte occurs more often than this is found by a regular-expression pass instead.
+# A literal whose rarest byte occurs more often than this is found by a whole search instead.
 PROBE_LIMIT_PER_MIB = 300
 # A memchr pass over a MiB that is in the CPU cache.
 MEMCHR_PASS_COST = 25
@@ -59,13 +60,22 @@ _ANSI_BYTES_RE = re.compile(ANSI_PATTERN.encode("ascii"))
 
 
 def _cover(options, count):
-    """Greedy weighted set cover: options maps a key to [cost, indexes of the alternatives it serves]; returns
-    [(key, indexes it serves that no key before it serves)], the key serving the most per cost first, until all
-    count alternatives are served."""
+    """Choose keys until all count alternatives are served; options maps a key to [cost, indexes it serves].
+
+    Greedy by saving: first the key that costs the least against serving each of its alternatives by the
+    cheapest key of its own. Returns [(key, indexes it serves that no key before it serves)].
+    """
+    alone = [min(cost for cost, served in options.values() if n in served) for n in range(count)]
     left, chosen = set(range(count)), []
     keys = sorted(options)
+
+    def saving(key):
+        cost, served = options[key]
+        served = served & left
+        return (sum(alone[n] for n in served) - cost, len(served)) if served else (float("-inf"), 0)
+
     while left:
-        key = max(keys, key=lambda k: len(options[k][1] & left) / options[k][0])
+        key = max(keys, key=saving)
         served = sorted(options[key][1] & left)
         left.difference_update(served)
         chosen.append((key, served))
@@ -121,7 +131,8 @@ class LineScanner(object):
         self._alt_bytes = [set(r[k:k + 1] for r in runs for k in range(len(r))) for runs in self.alternatives]
         self._bytes = set().union(*self._alt_bytes) if self._alt_bytes else set()
         self.groups = None          # byte -> literals probed around that byte
-        self.searches = []          # (search(block, pos, end) -> offset or -1, [(literal, offset of the hit in it)])
+        self.searches = []          # (needle, or the byte of a regex; search(block, pos, end) -> offset or -1;
+                                    #  [(literal, offset of the hit in it)])
         self.find_literals = []     # literals found by those searches
         self._plan_size = 0
         self._since_plan = 0
@@ -245,12 +256,12 @@ class LineScanner(object):
                 entries.append((lit, lit.index(key)))   # the first one: the longest rest to look ahead for
                 finds.append(lit)
             if len(key) > 1:
-                searches.append((_find(key), entries))
+                searches.append((key, _find(key), entries))
                 probes += sample.count(key) * scale
             else:
                 # the byte, then the rest of a literal and a look back over all of it: a match is a literal
                 rests = sorted(set(re.escape(lit[k + 1:]) + (b"(?<=%s)" % re.escape(lit) if k else b"") for lit, k in entries))
-                searches.append((_search(re.compile(re.escape(key) + b"(?=" + b"|".join(rests) + b")")), entries))
+                searches.append((key, _search(re.compile(re.escape(key) + b"(?=" + b"|".join(rests) + b")")), entries))
         # a plan much unlike the last one may come from an unusual block (a startup): check it again soon
         steady = self.groups is not None and abs(cost - self._cost) <= PLAN_CHANGE * self._cost
         self._check_after = min(2 * self._check_after, REPLAN_BYTES) if steady else PLAN_CHECK_BYTES
@@ -295,7 +306,7 @@ class LineScanner(object):
                 if e < 0:
                     break
                 pos = find(needle, e, end)
-        for search, entries in self.searches:
+        for dummy, search, entries in self.searches:
             pos = search(block, start, end)
             while pos >= 0:
                 probes += 1
