@@ -131,8 +131,9 @@ class LineScanner(object):
         self._alt_bytes = [set(r[k:k + 1] for r in runs for k in range(len(r))) for runs in self.alternatives]
         self._bytes = set().union(*self._alt_bytes) if self._alt_bytes else set()
         self.groups = None          # byte -> literals probed around that byte
-        self.searches = []          # (needle, or the byte of a regex; search(block, pos, end) -> offset or -1;
-                                    #  [(literal, offset of the hit in it)])
+        # whole searches: (needle, or the byte of a regex; search(block, pos, end) -> offset or -1;
+        # [(literal, offset of the hit in it)])
+        self.searches = []
         self.find_literals = []     # literals found by those searches
         self._plan_size = 0
         self._since_plan = 0
