@@ -70,6 +70,7 @@ build-check: setup ## Build the collection, install it into an empty path, use i
 
 bench: security-report ## Benchmarks (printed numbers), after the lab's security report
 	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
+	python tests/bench/bench_wait_ready.py --size-mb $${BENCH_LOG_MB:-1024}
 	python tests/bench/bench_sgl_kernel.py --repeat 3
 	python tests/bench/bench_cuda_binary.py --repeat 3
 	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)

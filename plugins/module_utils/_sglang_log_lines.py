@@ -252,7 +252,7 @@ LOG_LINES = (
     # --- startup failures that are no SGLang record ------------------------------------------------------
     {
         "id": "port_in_use", "regex": r".*?(?:error while attempting to bind on address|[Aa]ddress already in use)",
-        "literal": ("bind on address", "ddress already in use"), "form": "text", "origin": "python",
+        "literal": ("error while attempting to bind on address", "ddress already in use"), "form": "text", "origin": "python",
         "source": "asyncio/base_events.py", "emitters": ("assign",),
         "versions": "all (uvicorn logs the OSError of asyncio's create_server)",
         "examples": ("[Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use",),

@@ -26,7 +26,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import (
     build_rules,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules import required_literals
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import PROBE_LIMIT_PER_MIB
+from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log_scan
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import PROBE_LIMIT_PER_MIB, LineScanner
 
 LOGS = "sglang-logs"
 
@@ -662,6 +663,36 @@ def test_plan_picks_rare_bytes_and_searches_common_literals_whole():
         assert rate(needle[0]) <= PROBE_LIMIT_PER_MIB
     for lit in scanner.find_literals:
         assert min(rate(b) for b in lit) > PROBE_LIMIT_PER_MIB
+
+
+COMMON_BYTE_LITERALS = ["Error", "error: argument -", "Traceback (most recent call last)", "error while attempting to bind on address"]
+
+
+@pytest.mark.parametrize("search", ["find", "regex"])
+@pytest.mark.parametrize("chunk", [4096, None])
+def test_literals_of_common_bytes_are_found_by_whole_searches(search, chunk, monkeypatch):
+    # every byte of these literals is in most decode/HTTP lines: a shared piece ("rror") and whole literals are
+    # searched with bytes.find, or (when finds cost more) one regular expression per shared byte
+    monkeypatch.setattr(_sglang_log_scan, "REGEX_PASS_COST" if search == "find" else "FIND_PASS_COST", 10 ** 6)
+    noise = b"\n".join(NOISE[:3] * 400) + b"\n"
+    lines = [b"xx Error", b"RuntimeError: boom", b"Errr rror Erro", b"y" * 2000 + b" Error", b"Traceback (most recent call last):",
+             b"launch_server.py: error: argument --kv-cache-dtype: invalid choice", b"y" * 1020 + b"Error",
+             b"[Errno 98] error while attempting to bind on address ('0.0.0.0', 30000)"]
+    data = b"Error first\n" + noise + b"\n".join(lines) + b"\n" + noise + b"at the end: Error"
+    seen = []
+    scanner = LineScanner(lambda raw, loc: seen.append((raw, loc)), [[lit] for lit in COMMON_BYTE_LITERALS], max_line_bytes=1024)
+    for i in range(0, len(data), chunk or len(data)):
+        scanner.feed(data[i:i + (chunk or len(data))])
+    scanner.finish()
+    # the lines whose first max_line_bytes hold a literal, with their numbers: nothing more, nothing less
+    expected = [(line[:1024], n) for n, line in enumerate(data.split(b"\n"), 1)
+                if any(lit.encode() in line[:1024] for lit in COMMON_BYTE_LITERALS)]
+    assert seen == expected and len(expected) == 7
+    assert sorted(scanner.find_literals) == sorted(lit.encode() for lit in COMMON_BYTE_LITERALS)
+    kinds = set("regex" if len(key) == 1 else "find" for key, dummy, dummy in scanner.searches)
+    assert kinds == {search}
+    if search == "find":
+        assert b"rror" in [key for key, dummy, dummy in scanner.searches]   # one search serves three literals
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import pathlib
+import sys
+import tracemalloc
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -166,3 +170,47 @@ def test_stop_check_mode_does_not_stop(tmp_path, capsys, monkeypatch):
     out = run_module(sglang_service_stop, {"unit": "sglang-qwen.service"}, capsys, monkeypatch, scripted, check_mode=True)
     assert out["changed"] is True and "stop" not in scripted.commands
     assert out["msg"] == "sglang-qwen.service would be stopped"
+
+
+# ----------------------------------------------------------------------------------------------
+# the journal of a long start, read from journalctl and systemctl programs on PATH
+
+FAKE_JOURNALCTL = pathlib.Path(__file__).resolve().parents[2] / "fake_journalctl.py"
+DECODE = (b"[2026-11-30 12:10:00 TP0] Decode batch, #running-req: 12, #full token: 82345, full token usage: 0.31, "
+          b"cuda graph: True, gen throughput (token/s): 93.65, #queue-req: 0\n")
+
+
+def test_each_poll_reads_only_what_the_journal_gained(fixtures_dir, tmp_path, capsys, monkeypatch):
+    start = (fixtures_dir / "sglang-logs" / "001-qwq32b-tp4-l4-ready-2025-03.log").read_bytes()
+    head = start[:start.index(b"[2025-03-08 12:29:21 TP0] Capture cuda graph begin")]
+    journal = head + DECODE * ((24 << 20) // len(DECODE)) + start[len(head):]
+    (tmp_path / "journal").write_bytes(journal)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "journalctl").write_text('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (sys.executable, FAKE_JOURNALCTL))
+    (bin_dir / "systemctl").write_text("#!/bin/sh\nprintf '%s'\n" % "".join("%s=%s\\n" % kv for kv in state().items()))
+    for tool in ("journalctl", "systemctl"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    monkeypatch.setenv("FAKE_JOURNAL", str(tmp_path / "journal"))
+    monkeypatch.setenv("FAKE_JOURNAL_STEP", str(len(journal) // 6 + 1))
+    monkeypatch.setenv("FAKE_JOURNAL_LOG", str(tmp_path / "calls"))
+    clock = Scripted([])
+    monkeypatch.setattr(sglang_wait_ready, "wait_ready", functools.partial(
+        _readiness.wait_ready, http=lambda url, timeout: (503, None), clock=clock.clock, sleep=clock.sleep))
+    tracemalloc.start()
+    with patch_module_args({"unit": "sglang-qwen.service", "budget": 2700, "timeout": 9}):
+        with pytest.raises(SystemExit):
+            sglang_wait_ready.main()
+    dummy, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    out = json.loads(capsys.readouterr().out)
+    calls = [json.loads(line) for line in (tmp_path / "calls").read_text().splitlines()]
+    assert out["status"] == "waiting" and out["polls"] == len(calls) >= 8
+    assert "--after-cursor" not in calls[0]["argv"] and calls[0]["from"] == 0
+    for before, poll in zip(calls, calls[1:]):
+        # each poll starts where the last one ended, so no entry is read twice
+        assert poll["argv"][poll["argv"].index("--after-cursor") + 1] == "o=%d" % before["to"] and poll["from"] == before["to"]
+    assert sum(c["to"] - c["from"] for c in calls) == len(journal) == out["log"]["bytes_read"]
+    assert out["log"]["ready_line"] is True and out["log"]["max_total_num_tokens"] == 46611
+    assert peak < 8 << 20, "a poll holds a chunk and a line, not the journal (peak %d bytes)" % peak
