@@ -14,7 +14,7 @@ LAB_PROFILE ?= rtxpro6000x8
 SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
 MOLECULE_JOBS ?= 2
 
-.PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale clean
+.PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale profile-site clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -74,6 +74,9 @@ bench: security-report ## Benchmarks (printed numbers), after the lab's security
 	python tests/bench/bench_sgl_kernel.py --repeat 3
 	python tests/bench/bench_cuda_binary.py --repeat 3
 	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)
+
+profile-site: setup ## Controller CPU and wall time per task of a no-change site.yml re-run on 8 lab hosts
+	python tests/bench/profile_site.py
 
 bench-scale: setup ## Play time of site.yml on 1, 4 and 8 lab hosts (serial, forks, pipelining) and a 100-host projection
 	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)
