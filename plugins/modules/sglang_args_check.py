@@ -60,8 +60,8 @@ options:
   cache_dir:
     description:
       - Directory (created private to the user) where a passed check is kept under a digest of everything it
-        depends on: the arguments with their secret values masked, the interpreter, the size and modification time
-        of the installed SGLang's parser files (found without importing SGLang) and this checker.
+        depends on (the arguments with their secret values masked, the interpreter, the size and modification time
+        of the installed SGLang's parser files, found without importing SGLang, and this checker).
       - An unchanged configuration is then not checked again (the check imports torch, seconds to minutes of
         CPU); a new argument, interpreter, SGLang release or checker runs it. A failed check is never kept.
       - Unset, every run checks.
