@@ -90,8 +90,9 @@ def build(run):
     found, unpacked = {}, pathlib.Path(run["plan"]["staging_dir"]) / "unpacked"
     with zipfile.ZipFile(str(wheels[0])) as wheel:
         wheel.extractall(str(unpacked))
+    read = cb.library_reader("cuobjdump", cb.find_cuobjdump())   # the real cuobjdump, not the collection's reader
     for library in unpacked.rglob("*.so"):
-        info = cb.inspect_library(str(library), cb.find_cuobjdump())
+        info = cb.inspect_library(str(library), read)
         found[library.relative_to(unpacked).as_posix()] = (set(info["elf_archs"]), set(info["ptx_archs"]))
         # FIXTURE_FEATURE_FP4: the library was compiled with ENABLE_NVFP4 (loading needs no GPU)
         run.setdefault("fp4", set()).add(ctypes.CDLL(str(library)).fixture_features() == 1)
