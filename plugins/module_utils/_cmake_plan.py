@@ -22,6 +22,8 @@ import json
 import re
 import shlex
 
+from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import arch_satisfied
+
 # nvcc's own default when a unit names no arch (CUDA 13: sm_75); the plan cannot know it, so it says so.
 NVCC_DEFAULT = "nvcc default"
 _GENCODE_VALUE = re.compile(r"^arch=compute_([0-9]+[af]?),code=\[?([^\]]*)\]?$")
@@ -231,13 +233,6 @@ def restrict_override(keep_archs):
 # ---------------------------------------------------------------------------------------------
 # Verdict and report
 
-def _satisfied(required, cubins):
-    """sm_120a is met by an sm_120a or an sm_120f cubin (the family runs on every 12.x part); PTX never counts."""
-    number, suffix = _arch_key(required)
-    return any(_arch_key(c)[0] == number and (_arch_key(c)[1] == suffix or (suffix == "a" and _arch_key(c)[1] == "f"))
-               for c in cubins)
-
-
 def check(summary, required_archs, require_nvfp4, unused, restrict_to=None, fixes=None):
     """Problems that make the build pointless, each with its fix (empty list: build)."""
     fixes = fixes or {}
@@ -246,7 +241,7 @@ def check(summary, required_archs, require_nvfp4, unused, restrict_to=None, fixe
         problems.append("no CUDA translation unit was configured: is sgl_kernel_source_subdir the kernel project?")
         return problems
     for arch in required_archs:
-        if not _satisfied(arch, summary["cubins"]):
+        if not arch_satisfied(arch, summary["cubins"], accept_family=True):   # the rule the built wheel is verified by
             problems.append("no CUDA unit will be compiled for %s (cubins: %s). Fix: %s" % (
                 arch, ", ".join(summary["cubins"]) or "none", fixes.get("arch", "add it to the arch list")))
     if require_nvfp4 and not summary["nvfp4"]:
