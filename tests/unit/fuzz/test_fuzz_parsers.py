@@ -201,7 +201,8 @@ def test_kv_budget(request):
 CANARY_ITEMS, _W = cn.build_items(["needle", "coding"], contexts=[256], depths=[0.5])
 CANARY_STATE = {"version": 1, "hash": "0" * 64, "model": "m", "answers": {"needle-256-0.50": "K7QX-4M2D-9PLA", "coding-popcount": "7"}}
 ANSWERS = ["K7QX-4M2D-9PLA", "```python\n[25, 49, 64]\n```", "The answer is 'eht-tac-tas-tam'.", "(-4, 3)", "f(15) returns 610",
-           "[('a', 12), ('b', 15), ('c', 6)]", "((((((((((1))))))))))", "[" * 200]
+           "[('a', 12), ('b', 15), ('c', 6)]", "((((((((((1))))))))))", "[" * 200,
+           "```python\n" + "x" * 60000]  # an unclosed fence the size of a graded answer
 
 
 def test_canary_answers_and_state(request):

@@ -4,6 +4,7 @@
 """The accuracy canary: its answer key, its graders, and runs against the lab's SGLang simulator."""
 
 import ast
+import re
 import importlib.util
 
 import pytest
@@ -122,6 +123,28 @@ def test_needle_grader(answer, ok):
 ])
 def test_coding_grader(answer, expected, ok):
     assert cn.literal_matches(answer, expected) is ok
+
+
+def _fenced_by_regex(text):
+    """The fence reading as a regex: the reference _strip_answer must agree with (the regex is quadratic on an
+    unclosed fence, so it is only run on short texts here)."""
+    text = (text or "").strip()
+    fence = re.findall(r"```[a-zA-Z0-9_+-]*\n?(.*?)```", text, re.S)
+    return fence[-1].strip() if fence else text
+
+
+def test_fence_reading_agrees_with_the_regex_on_every_short_mix():
+    pieces = ["```", "`", "``", "python", "\n", "610", " ", "[1, 2]", "x-y"]
+    texts = [""] + ["".join(pieces[(i >> (3 * k)) % len(pieces)] for k in range(5)) for i in range(len(pieces) ** 4)]
+    assert [cn._strip_answer(t) for t in texts] == [_fenced_by_regex(t) for t in texts]
+
+
+def test_an_unclosed_fence_of_the_graded_size_is_read_as_plain_text():
+    answer = "```" + "a" * (cn.MAX_GRADED_CHARS - 3)
+    assert cn._strip_answer(answer) == answer
+    assert cn.grade({"check": "coding", "expected": "13"}, answer) is False
+    assert cn.grade({"check": "coding", "expected": "13"}, answer + "```13```") is False  # past the graded size
+    assert cn.grade({"check": "coding", "expected": "13"}, "```13``` then ```python\n13\n```") is True
 
 
 # ---------------------------------------------------------------------------------------------
