@@ -63,7 +63,9 @@ CANARY_STATE = {"version": 1, "hash": "0" * 64, "model": "m", "answers": {"needl
 
 
 def test_every_module_is_fuzzed():
-    found = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
+    # a module file beside an action plugin only documents it: the action runs on the controller and never runs it
+    actions = {p.stem for p in (ROOT / "plugins" / "action").glob("*.py")}
+    found = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem not in actions | {"__init__"})
     assert found == sorted(MODULES)
 
 
