@@ -1,7 +1,11 @@
-"""The lab itself: 8 real-systemd hosts over SSH, an idempotent play, and a destroy that leaves nothing."""
+"""The lab itself: 8 real-systemd hosts over SSH, an idempotent play, and a destroy that leaves nothing.
+
+Touches only its own hosts (itest1..8, lab indexes 1..8), so it runs beside molecule scenarios and the other
+integration tests; the lab's shared bridge and nftables table must go with the last host when no other host is left."""
 
 import json
 import os
+import re
 import subprocess
 
 import fleet
@@ -9,6 +13,9 @@ from conftest import ROOT, lab
 
 SUBNET = os.environ.get("LLMOPS_LAB_SUBNET", "10.78.0")
 NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")
+VETH_PREFIX = os.environ.get("LLMOPS_LAB_VETH_PREFIX", "lv")
+BRIDGE = os.environ.get("LLMOPS_LAB_BRIDGE", "llmbr0")
+NAMES = fleet.host_names("itest", 8)
 
 PLAY = """
 - name: Trivial play over SSH
@@ -35,14 +42,15 @@ PLAY = """
 
 
 def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
-    lab("down-all")
+    fleet.down(NAMES)
+    hosts = []
     try:
         up = lab("up-many", "8", "itest")
         hosts = [json.loads(line) for line in up.stdout.splitlines() if line.startswith("{")]
-        assert sorted(h["name"] for h in hosts) == [f"itest{i}" for i in range(1, 9)]
+        assert sorted(h["name"] for h in hosts) == sorted(NAMES)
         assert all(h["state"] in ("running", "degraded") for h in hosts)
         inventory = tmp_path / "inventory.yml"
-        lab("inventory", str(inventory), "lab")
+        lab("inventory", str(inventory), "lab", *NAMES)
         play = tmp_path / "play.yml"
         play.write_text(PLAY)
         cmd = [str(ROOT / ".venv" / "bin" / "ansible-playbook"),
@@ -59,8 +67,14 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
         who = lab("ssh", "itest3", "hostname; ip -4 -o addr show eth0")
         assert who.stdout.startswith("itest3") and f"{SUBNET}.13/24" in who.stdout
     finally:
-        lab("down-all")
-    assert lab("leftovers").stdout.strip() == ""
+        fleet.down(NAMES)
+    left = lab("leftovers").stdout
+    veths = re.compile(r"^veth %s(%s)$" % (re.escape(VETH_PREFIX), "|".join(str(h["index"]) for h in hosts)))
+    assert [line for line in left.splitlines() if "itest" in line or veths.match(line)] == []
+    # The bridge and the nftables table are shared: they go with the last host attached, of any checkout.
+    attached = subprocess.run(["ip", "-o", "link", "show", "master", BRIDGE], capture_output=True, text=True, check=False).stdout
+    if not attached.strip():
+        assert left.strip() == "", "no lab host is left, so the shared bridge and nftables table must be gone: " + left
     nspawn = subprocess.run(["pgrep", "-af", "systemd-nspawn"], capture_output=True, text=True, check=False).stdout
     assert "/.lab/run/itest" not in nspawn, "systemd-nspawn still running: " + nspawn
     with open("/proc/mounts", encoding="utf-8") as f:
