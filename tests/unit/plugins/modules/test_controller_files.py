@@ -54,5 +54,5 @@ def test_bad_file_name_fails_with_the_fix(tmp_path):
 
 
 def test_missing_files_fails_naming_the_option(tmp_path):
-    rc, result = _play(tmp_path, play=PLAY.split("        files:")[0])
+    rc, result = _play(tmp_path, play=PLAY.split("        files:", maxsplit=1)[0])
     assert rc == 2 and result["failed"] is True and "files" in result["msg"]
