@@ -14,7 +14,7 @@ LAB_PROFILE ?= rtxpro6000x8
 SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
 MOLECULE_JOBS ?= 2
 
-.PHONY: help setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale profile-site clean
+.PHONY: help host-packages setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale profile-site clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -25,9 +25,11 @@ $(BIN)/ansible-playbook: requirements.txt
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
-setup: $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
+host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, nftables, zstd, rsync)
 	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null && command -v rsync >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync; }
+
+setup: host-packages $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
 	tests/lab/bin/install-collections
 	tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv
 
