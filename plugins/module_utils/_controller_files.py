@@ -85,7 +85,7 @@ def save(directory, files, mode="0644", check=False):
             os.makedirs(directory, mode=0o755, exist_ok=True)
         for name in sorted(files):
             path = os.path.join(directory, name)
-            data = files[name].encode("utf-8")
+            data = files[name].encode("utf-8", "surrogateescape")
             if created or not _same(path, data, file_mode):
                 written.append(path)
                 if not check:
