@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
+
+from ansible_collections.llmops.sglang.plugins.module_utils._files import write_atomic
 
 
 class ControllerFilesError(Exception):
@@ -56,19 +57,6 @@ def _same(path, data, mode):
         return f.read(len(data) + 1) == data
 
 
-def _write(path, data, mode):
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save(directory, files, mode="0644", check=False):
     """Write files into directory; returns {changed, dir, written: [paths written, or that would be in check mode]}."""
     if not isinstance(directory, str) or not directory.strip():
@@ -89,7 +77,7 @@ def save(directory, files, mode="0644", check=False):
             if created or not _same(path, data, file_mode):
                 written.append(path)
                 if not check:
-                    _write(path, data, file_mode)
+                    write_atomic(path, data, file_mode)
     except OSError as exc:
         raise ControllerFilesError("cannot write the reports in %s on the controller: %s; make the directory writable "
                                    "by the user running ansible-playbook, or set another report directory"

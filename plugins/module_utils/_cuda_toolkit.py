@@ -16,6 +16,7 @@ import re
 import shutil
 import tempfile
 
+from ansible_collections.llmops.sglang.plugins.module_utils._files import write_atomic
 from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
 DEFAULT_NVCC_DIRS = ("/usr/local/cuda/bin",)
@@ -150,11 +151,7 @@ def write_cache(path, data):
         directory = os.path.dirname(path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"), 0o644)
         return None
     except (IOError, OSError) as exc:
         return "could not write the cache file %s: %s" % (path, exc)

@@ -29,6 +29,7 @@ import re
 import shutil
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact, _sglang_args_checker
+from ansible_collections.llmops.sglang.plugins.module_utils._files import write_atomic
 from ansible_collections.llmops.sglang.plugins.module_utils._process import NoAnswer, ask_python, module_source, run_bounded
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args_checker import looks_like_flag, split_flag
 
@@ -179,11 +180,7 @@ def remember_check(cache_dir, fingerprint, result):
         return
     try:
         os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        tmp = os.path.join(cache_dir, ".%s.%d" % (fingerprint, os.getpid()))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            json.dump(result, handle, sort_keys=True)
-        os.replace(tmp, os.path.join(cache_dir, fingerprint + ".json"))
+        write_atomic(os.path.join(cache_dir, fingerprint + ".json"), json.dumps(result, sort_keys=True).encode("utf-8"), 0o600)
     except (IOError, OSError):
         pass
 
