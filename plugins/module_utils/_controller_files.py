@@ -13,9 +13,8 @@ the new content's size.
 from __future__ import annotations
 
 import os
-import stat
 
-from ansible_collections.llmops.sglang.plugins.module_utils._files import write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils._files import file_mode as _file_mode, holds, write_atomic
 
 
 class ControllerFilesError(Exception):
@@ -23,13 +22,10 @@ class ControllerFilesError(Exception):
 
 
 def _mode(mode):
-    """'0644' or 0o644 (YAML reads an unquoted 0644 as that int) as an int."""
     try:
-        value = mode if isinstance(mode, int) and not isinstance(mode, bool) else int(str(mode), 8)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 0o777:
-        raise ControllerFilesError("mode %r is not an octal file mode such as '0644'" % (mode,))
+        value = _file_mode(mode)
+    except ValueError as exc:
+        raise ControllerFilesError(str(exc)) from None
     return value
 
 
@@ -47,14 +43,7 @@ def check_files(files):
 
 
 def _same(path, data, mode):
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(st.st_mode) or st.st_size != len(data) or stat.S_IMODE(st.st_mode) != mode:
-        return False
-    with open(path, "rb") as f:
-        return f.read(len(data) + 1) == data
+    return holds(path, data) and os.lstat(path).st_mode & 0o7777 == mode
 
 
 def save(directory, files, mode="0644", check=False):

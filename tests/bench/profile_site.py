@@ -28,7 +28,7 @@ CALLBACKS = pathlib.Path(__file__).resolve().parent / "callbacks"
 def rerun(inventory, n, top):
     with tempfile.TemporaryDirectory() as tmp:
         report = pathlib.Path(tmp) / "tasks.json"
-        extra_env = {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": "task_cpu", "TASK_CPU_JSON": str(report)}
+        extra_env = {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": "task_cpu,llmops.sglang.preload", "TASK_CPU_JSON": str(report)}
         run = fleet.run_site(inventory, n, n, True, extra_env=extra_env)
         tasks = json.loads(report.read_text()) if report.is_file() else []
     print("re-run of %d hosts: %.1f s wall, %.1f s controller CPU (%.1f s per host), %d task runs, changed %s"

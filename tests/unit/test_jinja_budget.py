@@ -26,13 +26,19 @@ _Loader.add_constructor("!unsafe", lambda loader, node: "")   # never templated
 _Loader.add_constructor("!vault", lambda loader, node: "")
 
 
-def _expressions(node, key=None):
+def _expressions(node, key=None, seen=None):
+    """Every expression once: a YAML alias (*name) is the anchored node again, read once by a reader."""
+    seen = set() if seen is None else seen
+    if isinstance(node, (dict, list)):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from _expressions(v, k)
+            yield from _expressions(v, k, seen)
     elif isinstance(node, list):
         for v in node:
-            yield from _expressions(v, key)
+            yield from _expressions(v, key, seen)
     elif isinstance(node, str):
         found = EXPRESSION.findall(node)
         if found:
@@ -50,6 +56,8 @@ def measure(root=ROOT):
 def test_the_measure_counts_what_ansible_templates():
     doc = yaml.load('- name: "{{ a }} and {{ b }}"\n  when: x | bool\n  x: !unsafe "{{ c }}"\n  y: plain\n', Loader=_Loader)
     assert list(_expressions(doc)) == ["{{ a }}", "{{ b }}", "x | bool"]
+    aliased = yaml.load('- args: &same {dest: "{{ d }}"}\n- args: *same\n- args: {dest: "{{ d }}"}\n', Loader=_Loader)
+    assert list(_expressions(aliased)) == ["{{ d }}", "{{ d }}"]
 
 
 def test_no_long_expression():

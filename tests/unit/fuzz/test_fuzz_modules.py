@@ -26,6 +26,7 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     cuda_binary_info,
     cuda_toolkit_info,
     gpu_info,
+    host_files,
     kv_cache_budget,
     kv_cache_guard,
     log_audit,
@@ -45,7 +46,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = {
     "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info, "cmake_cuda_plan": cmake_cuda_plan,
     "cuda_binary_info": cuda_binary_info, "cuda_toolkit_info": cuda_toolkit_info, "gpu_info": gpu_info,
-    "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit, "router_probe": router_probe,
+    "host_files": host_files,    "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit, "router_probe": router_probe,
     "router_worker": router_worker,
     "server_info": server_info, "sglang_args_check": sglang_args_check, "sglang_service_stop": sglang_service_stop,
     "sglang_wait_ready": sglang_wait_ready,
@@ -104,8 +105,25 @@ class Files(object):
         return str(path)
 
 
+def _host_entry(m, files, is_file):
+    """A host_files entry whose path stays under the case's folder: that module writes, as root."""
+    base = files.tmp / "hf"
+    path = m.pick((str(base), str(base / "a" / "b"), str(base / m.junk().replace("/", "_").replace("\x00", "")[:40]),
+                   str(files.tmp / "dir"), str(files.tmp / "empty"), str(base) + "/", "relative/x", ""))
+    entry = {"path": path, "owner": m.pick(("root", "nobody", "no-such-user-llmops", m.junk(), None)),
+             "group": m.pick(("root", "nogroup", m.junk(), None)), "mode": m.pick(("0644", "0600", 0o755, "999", "rw", 644, None))}
+    if is_file:
+        entry[m.pick(("content", "secret_content"))] = m.pick((m.junk(), m.text(LOGS, 3), "", None))
+        if m.chance(3):
+            entry["validate"] = m.pick(("true %s", "/bin/false %s", "no-percent", m.junk()))
+    return dict((k, v) for k, v in entry.items() if v is not None)
+
+
 def _hint(name, module_name, m, files):
     """Values worth trying for an option of this name (real samples), or None to use only its type's values."""
+    if module_name == "host_files" and name in ("directories", "files"):
+        # never a generated dict or "k=v" string: its path could name anything on this machine
+        return m.pick(([_host_entry(m, files, name == "files") for _i in range(m.r.randrange(4))], 7))
     if name in ("url", "worker_url", "drain_url"):
         return m.pick(URLS + (m.junk(),))
     if name == "routers":
@@ -211,7 +229,7 @@ def _args(m, spec, module_name, files):
 
 # Module -> fuzz cases. Modules whose main() is slow per case (a prompt to build, a checkpoint to copy) get fewer.
 CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cmake_cuda_plan": 400, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
-         "gpu_info": 800, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
+         "gpu_info": 800, "host_files": 800, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
          "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800, "sglang_wait_ready": 800}
 
 

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A role's directories and files on the host, compared and installed in one module run (llmops.sglang.host_files).
+
+Pure Python (stdlib only). ``install(directories, files, check, run)`` creates each missing directory, fixes owner and
+mode, and writes each file whose content differs atomically (temporary file with owner and mode set, the validate
+command on it, then a rename), or only fixes owner and mode when the content is right. Reading a file to compare is
+bounded by the new content's size. On an unchanged host nothing is written and the result says so, per path, so a
+role can skip the rest of its work in the same run.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shlex
+import stat
+
+from ansible_collections.llmops.sglang.plugins.module_utils._files import file_mode, holds, write_atomic
+
+# A diff shows text up to this size; larger or binary content is summarised.
+DIFF_LIMIT = 256 * 1024
+# What an entry that does not say gets (the module's argument spec uses the same).
+DEFAULTS = {"directory": {"owner": "root", "group": "root", "mode": "0755"},
+            "file": {"owner": "root", "group": "root", "mode": "0644"}}
+
+
+class HostFilesError(Exception):
+    """Bad arguments, an unknown owner, a failed validation or a path that cannot be written; the message names the
+    cause and the fix."""
+
+
+def _ids(entry, check):
+    """(uid, gid) of the entry's owner and group; in check mode an account not created yet reads as None."""
+    try:
+        uid = pwd.getpwnam(entry["owner"]).pw_uid
+        gid = grp.getgrnam(entry["group"]).gr_gid
+    except KeyError:
+        if check:
+            return None
+        raise HostFilesError("%s: owner %s or group %s does not exist on the host; create the account first (the role "
+                             "that owns it) or set another owner" % (entry["path"], entry["owner"], entry["group"])) from None
+    return uid, gid
+
+
+def _checked(entry, kind):
+    entry = dict(DEFAULTS[kind], **{k: v for k, v in entry.items() if v is not None})
+    path = entry.get("path")
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path or path.rstrip("/") != path:
+        raise HostFilesError("%s path %r must be an absolute path without a trailing '/'" % (kind, path))
+    try:
+        mode = file_mode(entry["mode"])
+    except ValueError as exc:
+        raise HostFilesError("%s: %s" % (path, exc)) from None
+    validate = entry.get("validate")
+    if validate is not None and (not isinstance(validate, str) or "%s" not in validate):
+        raise HostFilesError("%s: validate %r must be a command with %%s where the new file's path goes" % (path, validate))
+    return dict(entry, mode=mode)
+
+
+def _differs(path, ids, mode, isdir):
+    """What differs at path: [] when nothing, else some of 'missing', 'type', 'content', 'owner', 'mode'."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ["missing"]
+    if isdir != stat.S_ISDIR(st.st_mode) or (not isdir and not stat.S_ISREG(st.st_mode)):
+        return ["type"]
+    found = []
+    if ids is None or (st.st_uid, st.st_gid) != ids:
+        found.append("owner")
+    if stat.S_IMODE(st.st_mode) != mode:
+        found.append("mode")
+    return found
+
+
+def _text(data):
+    if len(data) > DIFF_LIMIT or b"\0" in data:
+        return "(%d bytes, not shown)\n" % len(data)
+    return data.decode("utf-8", "replace")
+
+
+def _diff(path, data):
+    try:
+        with open(path, "rb") as f:
+            before = f.read(DIFF_LIMIT + 1)
+    except OSError:
+        before = b""
+    return {"before_header": path, "after_header": path, "before": _text(before), "after": _text(data)}
+
+
+def _validator(command, run, path):
+    def check(tmp):
+        rc, out, err = run(shlex.split(command.replace("%s", shlex.quote(tmp))))
+        if rc != 0:
+            raise HostFilesError("%s failed its validation (%s, rc %s): %s; nothing was installed, fix the content"
+                                 % (path, command.split()[0], rc, (err or out).strip()[-2000:]))
+    return check
+
+
+def install(directories, files, check=False, run=None):
+    """Directories first, then files. Each entry: path, owner, group, mode; a file also content (text, or
+    secret_content: never diffed, never returned) and validate (a command with %s for the temporary file, run with
+    run(argv) -> (rc, stdout, stderr)). Returns {changed, paths: {path: {changed, existed, differs}}, diff: [...]}."""
+    paths, diffs = {}, []
+    directories = [_checked(d, "directory") for d in directories or []]
+    files = [_checked(f, "file") for f in files or []]
+    for entry in directories + files:
+        if entry["path"] in paths:
+            raise HostFilesError("%s is listed twice; list each path once" % entry["path"])
+        paths[entry["path"]] = None
+    try:
+        for entry in directories:
+            path, ids = entry["path"], _ids(entry, check)
+            differs = _differs(path, ids, entry["mode"], True)
+            if "type" in differs:
+                raise HostFilesError("%s exists and is not a directory: move it away" % path)
+            if differs and not check:
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                os.chown(path, *ids)
+                os.chmod(path, entry["mode"])
+            paths[path] = {"changed": bool(differs), "existed": "missing" not in differs, "differs": differs}
+        for entry in files:
+            path, ids, secret = entry["path"], _ids(entry, check), entry.get("secret_content") is not None
+            text = entry["secret_content"] if secret else entry.get("content")
+            if not isinstance(text, str):
+                raise HostFilesError("%s: give its text as content (or secret_content)" % path)
+            data = text.encode("utf-8", "surrogateescape")
+            differs = _differs(path, ids, entry["mode"], False)
+            if "type" in differs and os.path.isdir(path):
+                raise HostFilesError("%s is a directory: move it away" % path)
+            if "missing" not in differs and "type" not in differs and not holds(path, data):
+                differs.insert(0, "content")
+            rewrite = bool({"missing", "type", "content"} & set(differs))
+            if rewrite and not secret:
+                diffs.append(_diff(path, data))
+            if differs and not check:
+                if rewrite:
+                    validate = entry.get("validate")
+                    write_atomic(path, data, entry["mode"], ids, _validator(validate, run, path) if validate else None)
+                else:
+                    os.chown(path, *ids)
+                    os.chmod(path, entry["mode"])
+            paths[path] = {"changed": bool(differs), "existed": "missing" not in differs, "differs": differs}
+    except OSError as exc:
+        raise HostFilesError("cannot install %s: %s; check that its directory exists (list it under directories) and "
+                             "is writable by the task's user (become)" % (exc.filename or "a file", exc.strerror or exc)) from None
+    return {"changed": any(p["changed"] for p in paths.values()), "paths": paths, "diff": diffs}
