@@ -56,3 +56,12 @@ def write_atomic(path, data, mode, owner=None, check=None):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def unsynced(source_find, dest_find, src, dest):
+    """(relative path, size) of each file a registered find lists under src whose copy under dest is missing or of
+    another size (truncated, replaced), in path order. A find that did not run (or found nothing) lists no file."""
+    def keys(found, root):
+        files = (found or {}).get("files") if isinstance(found, dict) else None
+        return {(os.path.relpath(f["path"], root), int(f["size"])) for f in files or []}
+    return sorted(keys(source_find, src) - keys(dest_find, dest))

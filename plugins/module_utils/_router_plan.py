@@ -15,6 +15,7 @@ import posixpath
 import re
 import shlex
 
+from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.module_utils._http import is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.module_utils._pins import index_options
 
@@ -207,3 +208,15 @@ def plan(settings, hostvars, hosts, me):
         "metrics_url": local_url(s["router_prometheus_host"], s["router_prometheus_port"]) + "/metrics",
         "problems": problems(s, workers, loopback, me),
     }
+
+
+def wheels(copy, controller_find, host_find):
+    """The wheelhouse files the host lacks (missing, or of another size) from the registered finds of
+    plan["wheelhouse_copy"]'s src on the controller and dest on the host: {files: [{src, dest}], dirs: [{path}]} with
+    the directories they go into (none when nothing is copied)."""
+    src, dest = copy["src"].rstrip("/"), copy["dest"].rstrip("/")
+    wanted = [rel for rel, _size in unsynced(controller_find, host_find, src, dest)]
+    # host_files creates a directory's parents: the deepest ones are enough
+    parents = [dest] + [posixpath.join(dest, posixpath.dirname(rel)) for rel in wanted if posixpath.dirname(rel)]
+    dirs = [{"path": p} for i, p in enumerate(parents) if wanted and p not in parents[:i]]
+    return {"files": [{"src": posixpath.join(src, rel), "dest": posixpath.join(dest, rel)} for rel in wanted], "dirs": dirs}

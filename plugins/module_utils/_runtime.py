@@ -17,6 +17,7 @@ import os
 import re
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, canonical_name, index_options, unmet
 
 try:  # the controller always has ansible-core; the same bytes-to-text as the human_readable filter
@@ -301,10 +302,7 @@ def copy_plan(settings, source_files, host_files=None, rsync=None):
     if not (source_files or {}).get("files"):
         raise RuntimeSettingsError("%scheckpoint_controller_src %s holds no files on the controller." % (P, src))
 
-    def keys(found, root):
-        return {(os.path.relpath(f["path"], root), int(f["size"])) for f in (found or {}).get("files") or []}
-
-    wanted = sorted(keys(source_files, src) - keys(host_files, dest))
+    wanted = unsynced(source_files, host_files, src, dest)
     method = settings[P + "checkpoint_copy_method"]
     both = _rsync_found(rsync_controller) and _rsync_found(rsync_host)
     chosen = "synchronize" if method == "synchronize" or (method == "auto" and both) else "copy"

@@ -162,3 +162,23 @@ def test_a_missing_setting_is_named_by_the_filter():
     del s["router_policy"], s["router_port"]
     with pytest.raises(AnsibleFilterError, match="router_port, router_policy not set"):
         router_plan(s, HOSTVARS, ["gpu1"], "router1")
+
+
+def test_only_the_wheels_the_host_lacks_are_copied():
+    """Real find results' shape (path, size) on both sides: a missing wheel, a truncated one and one in a subfolder
+    are copied; an identical one is not; nothing to copy means no directory either."""
+    copy = {"src": "/srv/wheels/", "dest": "/opt/sglang-router/wheelhouse/"}
+
+    def found(root, files):
+        return {"files": [{"path": root + name, "size": size} for name, size in files], "matched": len(files)}
+    controller = found("/srv/wheels/", [("a-1.whl", 10), ("b-2.whl", 20), ("sub/c-3.whl", 30), ("same-1.whl", 5)])
+    host = found("/opt/sglang-router/wheelhouse/", [("b-2.whl", 7), ("same-1.whl", 5), ("stale-0.whl", 1)])
+    plan = rp.wheels(copy, controller, host)
+    assert [f["src"] for f in plan["files"]] == ["/srv/wheels/a-1.whl", "/srv/wheels/b-2.whl", "/srv/wheels/sub/c-3.whl"]
+    assert plan["files"][2]["dest"] == "/opt/sglang-router/wheelhouse/sub/c-3.whl"
+    assert plan["dirs"] == [{"path": "/opt/sglang-router/wheelhouse"}, {"path": "/opt/sglang-router/wheelhouse/sub"}]
+    unchanged = rp.wheels(copy, controller, found("/opt/sglang-router/wheelhouse/", [
+        ("a-1.whl", 10), ("b-2.whl", 20), ("sub/c-3.whl", 30), ("same-1.whl", 5)]))
+    assert unchanged == {"files": [], "dirs": []}
+    # a host without the directory: find skipped it (check mode) or found nothing
+    assert len(rp.wheels(copy, controller, {"skipped": True})["files"]) == 4
