@@ -7,7 +7,7 @@ re-runs site.yml in one batch (serial N, forks N, pipelining on) and prints wall
 time, changed per host, and the tasks that cost the controller most (callback tests/bench/callbacks/task_cpu.py).
 
 Usage: python tests/bench/profile_site.py [--hosts 8] [--first-index 131] [--prefix prof] [--top 30]
-       [--rerun-only] [--keep]
+       [--rerun-only] [--keep] [--no-preload]
 --rerun-only re-runs against hosts left running by an earlier --keep. Needs root (the lab) and `make setup`.
 """
 
@@ -25,10 +25,11 @@ import fleet  # noqa: E402  pylint: disable=wrong-import-position
 CALLBACKS = pathlib.Path(__file__).resolve().parent / "callbacks"
 
 
-def rerun(inventory, n, top):
+def rerun(inventory, n, top, preload=True):
     with tempfile.TemporaryDirectory() as tmp:
         report = pathlib.Path(tmp) / "tasks.json"
-        extra_env = {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": "task_cpu,llmops.sglang.preload", "TASK_CPU_JSON": str(report)}
+        callbacks = "task_cpu,llmops.sglang.preload" if preload else "task_cpu"
+        extra_env = {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": callbacks, "TASK_CPU_JSON": str(report)}
         run = fleet.run_site(inventory, n, n, True, extra_env=extra_env)
         tasks = json.loads(report.read_text()) if report.is_file() else []
     print("re-run of %d hosts: %.1f s wall, %.1f s controller CPU (%.1f s per host), %d task runs, changed %s"
@@ -48,6 +49,7 @@ def main():
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--rerun-only", action="store_true", help="hosts are running from an earlier --keep")
     parser.add_argument("--keep", action="store_true", help="leave the hosts running")
+    parser.add_argument("--no-preload", action="store_true", help="without the callback llmops.sglang.preload (to compare)")
     args = parser.parse_args()
     names = fleet.host_names(args.prefix, args.hosts)
     inventory = fleet.ROOT / ".lab" / ("%s-inventory.json" % args.prefix)
@@ -61,7 +63,7 @@ def main():
             print("first deploy of %d hosts: %.1f s wall, %.1f s controller CPU" % (args.hosts, first.seconds, first.cpu_s))
             if first.problems(names, rerun=False):
                 sys.exit("first deploy failed: " + "; ".join(first.problems(names, rerun=False)))
-        run = rerun(inventory, args.hosts, args.top)
+        run = rerun(inventory, args.hosts, args.top, preload=not args.no_preload)
         if run.problems(names, rerun=True):
             sys.exit("re-run: " + "; ".join(run.problems(names, rerun=True)))
     finally:
