@@ -65,7 +65,6 @@ _value:
     env_file: {description: The root-only EnvironmentFile holding the secrets., type: str}
     argv_file: {description: The launch record (no secrets)., type: str}
     prev_files: {description: "The files a rollback restores, each C({current, previous, mode, secret}).", type: list, elements: dict}
-    templates: {description: "The role's templates and where they are installed, each C({src, dest, mode}).", type: list, elements: dict}
     launcher: {description: Where the launcher is installed., type: str}
     exec: {description: ExecStart's program (interpreter, launcher, command)., type: list, elements: str}
     argv: {description: The launch arguments (the args check parses exactly these)., type: list, elements: str}

@@ -299,8 +299,6 @@ def plan(settings, host, groups, hostvars, play_batch=None):
         "service": service, "unit_file": unit_file, "unit_prev": unit_file + ".prev", "env_file": conf + ".env",
         "argv_file": conf + ".argv.json",
         "prev_files": [{"current": f, "previous": f + ".prev", "mode": m, "secret": x} for f, m, x in files],
-        "templates": [{"src": "sglang.service.j2", "dest": unit_file, "mode": "0644"},
-                      {"src": "sglang.env.j2", "dest": conf + ".env", "mode": "0600"}],
         "launcher": LAUNCHER, "exec": exe, "argv": args, "env": env,
         "exec_start": exec_start(exe, args), "environment_lines": environment_lines(env),
         "record": {"unit": service, "command": s[P + "command"], "args": args, "environment": env,
