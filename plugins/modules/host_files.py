@@ -17,7 +17,7 @@ description:
     group and mode set and O(files[].validate) run on it before it is renamed over the old file, so a reader never
     sees half a file and a file that fails its validation is never installed. A symlink in place of a file is replaced,
     not followed. A file whose content is right but whose owner, group or mode is not only gets those fixed.
-  - One module run for what would take a C(file), C(template) or C(copy) task each, and each of those two module runs.
+  - One module run for all of them, where a C(file) task takes one per path and a C(copy) or C(template) task two.
     On an unchanged host nothing is written, and RV(paths) says per path what differs, so a role can decide from one
     check-mode run whether anything changes.
   - Comparing reads at most the new content's size of each file.
