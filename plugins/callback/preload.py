@@ -20,7 +20,7 @@ description:
   - This callback imports the collection's filter and action plugins into C(ansible-playbook) itself when the playbook
     starts, so every worker is forked with them already loaded. It prints nothing and changes no result.
   - On a no-change run of the collection's C(site.yml) that compiling was a quarter of the controller's CPU time.
-  - Enabled by the repository's C(ansible.cfg) (O(callbacks_enabled)); enable it the same way in an execution
+  - Enabled by the repository's C(ansible.cfg) (C(callbacks_enabled)); enable it the same way in an execution
     environment or an AWX project that has its own configuration.
 requirements:
   - Enable it, for example C(callbacks_enabled = llmops.sglang.preload) in C(ansible.cfg).
