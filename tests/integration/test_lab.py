@@ -82,3 +82,21 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
     assert "/.lab/run/itest" not in mounts
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert f"{NETNS_PREFIX}itest" not in netns
+
+
+def test_a_host_that_will_not_power_off_is_killed_with_everything_in_it():
+    """A unit that ignores SIGTERM holds the orderly poweroff; `lab down` then kills the host after 10 s, and no process
+    of it may survive (killing only systemd-nspawn had left the container's init and its services running)."""
+    name = "itest9"
+    fleet.down([name])
+    try:
+        lab("up", name, "9")
+        lab("ssh", name, "systemd-run --unit hang -p TimeoutStopSec=300 sh -c 'trap \"\" TERM; exec sleep 3579'")
+        assert "sleep 3579" in subprocess.run(["pgrep", "-af", "sleep 3579"], capture_output=True, text=True, check=False).stdout
+        down = lab("down", name)
+        assert "not off after 10 s, forcing" in down.stderr + down.stdout
+    finally:
+        fleet.down([name])
+    left = subprocess.run(["pgrep", "-af", "sleep 3579"], capture_output=True, text=True, check=False).stdout
+    assert left == "", "processes of the killed host still run: " + left
+    assert name not in lab("leftovers").stdout
