@@ -92,12 +92,14 @@ def _diff(path, data):
     return {"before_header": path, "after_header": path, "before": _text(before), "after": _text(data)}
 
 
-def _validator(command, run, path):
+def _validator(command, run, path, secret):
     def check(tmp):
         rc, out, err = run(shlex.split(command.replace("%s", shlex.quote(tmp))))
         if rc != 0:
+            # a validator may quote the file it read: a secret file's output is not repeated
+            said = "(output not shown: the file holds a secret)" if secret else (err or out).strip()[-2000:]
             raise HostFilesError("%s failed its validation (%s, rc %s): %s; nothing was installed, fix the content"
-                                 % (path, command.split()[0], rc, (err or out).strip()[-2000:]))
+                                 % (path, command.split()[0], rc, said))
     return check
 
 
@@ -140,7 +142,7 @@ def install(directories, files, check=False, run=None):
             if differs and not check:
                 if rewrite:
                     validate = entry.get("validate")
-                    write_atomic(path, data, entry["mode"], ids, _validator(validate, run, path) if validate else None)
+                    write_atomic(path, data, entry["mode"], ids, _validator(validate, run, path, secret) if validate else None)
                 else:
                     os.chown(path, *ids)
                     os.chmod(path, entry["mode"])

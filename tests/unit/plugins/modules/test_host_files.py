@@ -129,3 +129,13 @@ def test_a_directory_where_a_file_goes_and_a_missing_parent_are_clear_errors(tmp
 def test_content_and_secret_content_are_exclusive(tmp_path, capsys):
     result = run({"files": [{"path": str(tmp_path / "f"), "content": "a", "secret_content": "b"}]}, capsys)
     assert result["failed"] is True and "mutually exclusive" in result["msg"]
+
+
+def test_a_failed_validation_of_a_secret_file_does_not_repeat_what_the_validator_printed(tmp_path, capsys):
+    """A validator that prints the file it read (grep does) must not carry the secret into the failure message."""
+    env = tmp_path / "sglang.env"
+    args = {"files": [{"path": str(env), "secret_content": SECRET, "mode": "0600",
+                       "validate": "/bin/sh -c 'cat \"$1\"; exit 3' validate %s"}]}
+    result = run(args, capsys)
+    assert result["failed"] is True and "rc 3" in result["msg"] and "output not shown" in result["msg"]
+    assert "sk-7f3a9c" not in json.dumps(result) and not env.exists()
