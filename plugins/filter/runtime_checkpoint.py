@@ -17,9 +17,11 @@ description:
     hub repository and a 40-character revision) and fails naming the setting.
   - Given the registered verification before staging, decides whether to stage, only for the C(controller) and
     C(hf) sources, and only when shards are missing or truncated or a required C(hf_quant_config.json) is absent.
+  - When that verification found the checkpoint complete it counts as the gate's (the role asks SGLang in both), so
+    the gate does not verify the same files again.
   - Returns the server environment (C(HF_HUB_OFFLINE=1) always wins) and, for C(hf), the download command (the token
     reaches it on stdin, never in argv) and the number of polls up to the timeout.
-positional: _input, before, verified
+positional: _input, before, gate
 options:
   _input:
     description: The sglang_runtime role's settings, keyed by their variable names (C(sglang_runtime_venv), ...).
@@ -28,10 +30,11 @@ options:
   before:
     description: The registered M(llmops.sglang.checkpoint_info) result before staging; null leaves RV(_value.stage) null.
     type: dict
-  verified:
+  gate:
     description:
-      - The registered M(llmops.sglang.checkpoint_info) result of the gate. When it shows no C(hf_quant_config.json)
-        and C(sglang_runtime_checkpoint_require_quant_config) is true, the filter fails naming the fix.
+      - The registered M(llmops.sglang.checkpoint_info) result of the gate. When the verification that counts
+        (RV(_value.verified)) shows no C(hf_quant_config.json) and C(sglang_runtime_checkpoint_require_quant_config) is
+        true, the filter fails naming the fix.
     type: dict
 """
 
@@ -50,6 +53,10 @@ _value:
     path: {description: The checkpoint directory., type: str}
     verify_before: {description: Whether to verify before staging (controller and hf sources)., type: bool}
     stage: {description: Whether to copy or download; null without O(before)., type: bool}
+    gate: {description: Whether the gate verifies the checkpoint (not when O(before) found it complete)., type: bool}
+    verified:
+      description: The verification that counts, O(gate) when it ran, else a complete O(before), else C({skipped true}).
+      type: dict
     environment: {description: "The server environment (C(sglang_runtime_server_environment) and C(HF_HUB_OFFLINE=1)).", type: dict}
     nfs:
       description: The export to mount, C({src, path, fstype, opts}), for source C(nfs); empty otherwise.
@@ -73,9 +80,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, checkpoint_plan
 
 
-def runtime_checkpoint(settings, before=None, verified=None):
+def runtime_checkpoint(settings, before=None, gate=None):
     try:
-        return checkpoint_plan(settings, before, verified)
+        return checkpoint_plan(settings, before, gate)
     except RuntimeSettingsError as exc:
         raise AnsibleFilterError("llmops.sglang.runtime_checkpoint: %s" % exc)
 

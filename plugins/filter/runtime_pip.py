@@ -18,30 +18,35 @@ description:
     wheelhouse directory; fails naming the entry or setting and the fix.
   - Returns the venv's paths, pip's options (a wheelhouse means C(--no-index)), the requirements file and the
     C(pip list)/C(pip install) command lines.
-  - Given the registered C(pip list --format=json) runs, returns what the venv holds and the pins it does not meet
-    by the one pin rule of the collection (P(llmops.sglang.unmet_requirements#filter)).
-positional: _input, wheelhouse, listed, listed_after
+  - Given the role's M(llmops.sglang.host_state) result, checks the wheelhouse, returns what the venv holds, the pins
+    it does not meet by the one pin rule of the collection (P(llmops.sglang.unmet_requirements#filter)) and
+    RV(_value.changes), what the role must install or write.
+positional: _input, state, listed_after
 options:
   _input:
     description: The sglang_runtime role's settings, keyed by their variable names (C(sglang_runtime_venv), ...).
     type: dict
     required: true
-  wheelhouse:
-    description: The registered M(ansible.builtin.stat) of C(sglang_runtime_pip_wheelhouse); for the wheelhouse source it
-      must show a directory. Null skips the check.
-    type: dict
-  listed:
-    description: The registered C(pip list --format=json) command; skipped or absent means an empty venv.
+  state:
+    description:
+      - The registered M(llmops.sglang.host_state) result of the role. Its C(stat) of C(sglang_runtime_pip_wheelhouse)
+        must show a directory for the wheelhouse source; its C(pip_list) command is what the venv holds (a python not
+        found means no venv yet); its C(files) compare the venv's parent directory and the requirements file.
+      - Null gives the plan only.
     type: dict
   listed_after:
-    description: The registered C(pip list) after C(pip install); when it ran it wins over O(listed).
+    description: The registered C(pip list) after C(pip install); when it ran it wins over the listing in O(state).
     type: dict
 """
 
 EXAMPLES = r"""
 - name: Check the pins and work out the pip commands
   ansible.builtin.set_fact:
-    _sglang_runtime_pip: "{{ _sglang_runtime_settings | llmops.sglang.runtime_pip(_sglang_runtime_wheelhouse) }}"
+    _sglang_runtime_pip: "{{ _sglang_runtime_settings | llmops.sglang.runtime_pip }}"
+
+- name: Compare the pins with what the venv holds (the role's host_state result)
+  ansible.builtin.set_fact:
+    _sglang_runtime_pip: "{{ _sglang_runtime_settings | llmops.sglang.runtime_pip(_sglang_runtime_state) }}"
 """
 
 RETURN = r"""
@@ -62,18 +67,23 @@ _value:
     installed: {description: What the venv holds (C(pip list) entries)., type: list, elements: dict}
     installed_now: {description: Whether O(listed_after) ran (pip installed something)., type: bool}
     pending: {description: The pins the venv does not meet., type: list, elements: str}
+    changes:
+      description: With O(state), what differs, one line each (system packages, the venv's parent directory, the
+        requirements file, no venv, pins not met); empty when the role writes nothing.
+      type: list
+      elements: str
     unmet_message: {description: The failure message when pins remain unmet after pip ran., type: str}
     met_message: {description: The success message., type: str}
 """
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, pip_plan
+from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, pip_plan, pip_state
 
 
-def runtime_pip(settings, wheelhouse=None, listed=None, listed_after=None):
+def runtime_pip(settings, state=None, listed_after=None):
     try:
-        return pip_plan(settings, wheelhouse, listed, listed_after)
+        return pip_plan(settings) if state is None else pip_state(settings, state, listed_after)
     except RuntimeSettingsError as exc:
         raise AnsibleFilterError("llmops.sglang.runtime_pip: %s" % exc)
 

@@ -28,6 +28,12 @@ DEFAULTS = {"directory": {"owner": "root", "group": "root", "mode": "0755"},
             "file": {"owner": "root", "group": "root", "mode": "0644"}}
 
 
+def entry_spec(kind, **more):
+    """The argument spec of one directory or file entry (host_files installs them, host_state compares them)."""
+    return dict({k: {"type": "raw" if k == "mode" else "str", "default": v} for k, v in DEFAULTS[kind].items()},
+                path={"type": "path", "required": True}, **more)
+
+
 class HostFilesError(Exception):
     """Bad arguments, an unknown owner, a failed validation or a path that cannot be written; the message names the
     cause and the fix."""

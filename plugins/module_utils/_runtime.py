@@ -128,8 +128,16 @@ def requirements_text(packages, require_hashes):
 
 
 def pip_list(result):
-    """The packages of a registered ``pip list --format=json`` run; a skipped or absent run lists none."""
-    if not isinstance(result, dict) or result.get("skipped") or not result.get("stdout"):
+    """The packages of a ``pip list --format=json`` run (registered, or a host_state command); a skipped or absent run,
+    or a venv not created yet (its python not found), lists none."""
+    if not isinstance(result, dict) or result.get("skipped") or result.get("not_found"):
+        return []
+    if result.get("rc") not in (0, None) or result.get("timed_out"):
+        raise RuntimeSettingsError("pip list failed in the venv (rc %s%s): %s; check the venv's python and pip, or "
+                                   "remove the venv so that the role creates it again"
+                                   % (result.get("rc"), ", timed out" if result.get("timed_out") else "",
+                                      str(result.get("stderr") or "")[-500:]))
+    if not result.get("stdout"):
         return []
     try:
         listed = json.loads(result["stdout"])
@@ -196,6 +204,25 @@ def pip_plan(settings, wheelhouse=None, listed=None, listed_after=None):
     }
 
 
+def pip_state(settings, state, listed_after=None):
+    """``pip_plan`` from a host_state result (the wheelhouse's stat, the ``pip_list`` command, the venv's parent
+    directory and the requirements file compared) plus ``changes``: what the role must install or write, one line
+    each; empty when nothing differs, so the writes are skipped."""
+    stat = (state.get("stat") or {}).get(str(settings[P + "pip_wheelhouse"])) or {}
+    listed = (state.get("commands") or {}).get("pip_list")
+    plan = pip_plan(settings, {"stat": stat}, listed, listed_after)
+    files = state.get("files") or {}
+    changes = ["system packages not installed: %s" % ", ".join(state["packages_missing"])] if state.get("packages_missing") else []
+    for path in (plan["venv_parent"], plan["requirements_path"]):
+        if (files.get(path) or {}).get("changed"):
+            changes.append("%s differs (%s)" % (path, ", ".join(files[path]["differs"])))
+    if (listed or {}).get("not_found"):
+        changes.append("no venv at %s" % plan["venv"])
+    if plan["pending"]:
+        changes.append("pins not met: %s" % ", ".join(plan["pending"]))
+    return dict(plan, changes=changes)
+
+
 def check_checkpoint_settings(settings):
     """The checkpoint settings of the chosen source, each failure naming the setting."""
     source, path = settings[P + "checkpoint_source"], settings[P + "checkpoint_path"]
@@ -252,15 +279,24 @@ def check_quant_config(settings, verified):
             % (settings[P + "checkpoint_path"], P))
 
 
-def checkpoint_plan(settings, before=None, verified=None):
+def _ran(result):
+    return isinstance(result, dict) and not result.get("skipped")
+
+
+def checkpoint_plan(settings, before=None, gate=None):
     """Checks the checkpoint settings; returns whether to verify before staging, whether to stage (from the
-    registered ``before`` verification; None without it), the server environment and, for the hub, the download
-    command. Given the gate's ``verified`` result, fails when a required quantization config is missing."""
+    registered ``before`` verification; None without it), whether the gate runs (not when the verification before
+    staging found the checkpoint complete: that result, which asked SGLang too, is the gate's), the server environment
+    and, for the hub, the download command. Given the ``gate``'s result, returns the verification that counts as
+    ``verified`` and fails when a required quantization config is missing."""
     check_checkpoint_settings(settings)
-    check_quant_config(settings, verified)
     source, path = settings[P + "checkpoint_source"], settings[P + "checkpoint_path"]
+    stage = None if before is None else needs_staging(settings, before)
+    complete_before = source in STAGED_SOURCES and _ran(before) and stage is False
+    verified = gate if _ran(gate) else before if complete_before else {"skipped": True}
+    check_quant_config(settings, verified)
     plan = {"source": source, "path": path, "verify_before": source in STAGED_SOURCES,
-            "stage": None if before is None else needs_staging(settings, before),
+            "stage": stage, "gate": not complete_before, "verified": verified,
             "environment": server_environment(settings),
             # the NFS export to mount: one entry for source nfs, none otherwise
             "nfs": [{"src": settings[P + "checkpoint_nfs_src"], "path": settings[P + "checkpoint_nfs_mountpoint"],

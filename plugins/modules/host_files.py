@@ -134,19 +134,14 @@ paths:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._host_files import DEFAULTS, HostFilesError, install
-
-
-def _spec(kind, **more):
-    return dict({k: {"type": "raw" if k == "mode" else "str", "default": v} for k, v in DEFAULTS[kind].items()},
-                path={"type": "path", "required": True}, **more)
+from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, entry_spec, install
 
 
 def main():
     module = AnsibleModule(
         argument_spec={
-            "directories": {"type": "list", "elements": "dict", "default": [], "options": _spec("directory")},
-            "files": {"type": "list", "elements": "dict", "default": [], "options": _spec(
+            "directories": {"type": "list", "elements": "dict", "default": [], "options": entry_spec("directory")},
+            "files": {"type": "list", "elements": "dict", "default": [], "options": entry_spec(
                 "file", content={"type": "str"}, secret_content={"type": "str", "no_log": True}, validate={"type": "str"}),
                 "mutually_exclusive": [["content", "secret_content"]],
                 "required_one_of": [["content", "secret_content"]]},

@@ -27,6 +27,7 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     cuda_toolkit_info,
     gpu_info,
     host_files,
+    host_state,
     kv_cache_budget,
     kv_cache_guard,
     log_audit,
@@ -46,13 +47,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = {
     "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info, "cmake_cuda_plan": cmake_cuda_plan,
     "cuda_binary_info": cuda_binary_info, "cuda_toolkit_info": cuda_toolkit_info, "gpu_info": gpu_info,
-    "host_files": host_files, "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
+    "host_files": host_files, "host_state": host_state, "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
     "router_probe": router_probe, "router_worker": router_worker,
     "server_info": server_info, "sglang_args_check": sglang_args_check, "sglang_service_stop": sglang_service_stop,
     "sglang_wait_ready": sglang_wait_ready,
 }
 # Modules of this suite's owner may be given files that never end (/dev/zero) and FIFOs: their reads are bounded.
-BOUNDED_READERS = ("gpu_info", "cuda_binary_info", "cuda_toolkit_info", "cmake_cuda_plan")
+BOUNDED_READERS = ("gpu_info", "cuda_binary_info", "cuda_toolkit_info", "cmake_cuda_plan", "host_state")
 URLS = ("http://127.0.0.1:30000", "http://127.0.0.1:30000/health_generate", "https://[fd00::11]:30000", "http://[::1",
         "http://fd00::11:30000", "http://\uff03x", "127.0.0.1:30000", "http://u:p@h:1", "http://h:99999", "ftp://h", "http://a b")
 UNITS = ("sglang-qwen.service", "sglang@1.service", "-x", "a b", "", "../x.service")
@@ -121,7 +122,14 @@ def _host_entry(m, files, is_file):
 
 def _hint(name, module_name, m, files):
     """Values worth trying for an option of this name (real samples), or None to use only its type's values."""
-    if module_name == "host_files" and name in ("directories", "files"):
+    if module_name == "host_state" and name == "commands":
+        # only programs that change nothing: the module runs what it is given
+        return [{"name": m.pick(("pip_list", "a", m.junk())), "timeout": m.pick((1, 5, None)),
+                 "argv": m.pick((["/bin/echo", m.junk()], ["/bin/true"], ["/bin/false"], [str(files.tmp / "no-python"), "-m", "pip"],
+                                 ["/bin/cat", "/dev/null"], []))} for _i in range(m.r.randrange(3))]
+    if module_name == "host_state" and name in ("paths", "read"):
+        return [m.pick(tuple(files.odd) + (files.write(m.data(LOGS, 3)), m.junk())) for _i in range(m.r.randrange(4))]
+    if module_name in ("host_files", "host_state") and name in ("directories", "files"):
         # never a generated dict or "k=v" string: its path could name anything on this machine
         return m.pick(([_host_entry(m, files, name == "files") for _i in range(m.r.randrange(4))], 7))
     if name in ("url", "worker_url", "drain_url"):
@@ -229,7 +237,7 @@ def _args(m, spec, module_name, files):
 
 # Module -> fuzz cases. Modules whose main() is slow per case (a prompt to build, a checkpoint to copy) get fewer.
 CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cmake_cuda_plan": 400, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
-         "gpu_info": 800, "host_files": 800, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
+         "gpu_info": 800, "host_files": 800, "host_state": 400, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
          "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800, "sglang_wait_ready": 800}
 
 

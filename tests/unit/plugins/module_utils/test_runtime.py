@@ -3,11 +3,13 @@ they moved to Python (tests/fixtures/runtime-role), on the real lab checkpoint, 
 checkpoint_info results."""
 
 import base64
+import importlib.metadata
 import json
 import os
 import pathlib
 import re
 import shutil
+import sys
 
 import pytest
 import yaml
@@ -20,6 +22,7 @@ from ansible_collections.llmops.sglang.plugins.filter.runtime_hf_download import
 from ansible_collections.llmops.sglang.plugins.filter.runtime_pip import runtime_pip
 from ansible_collections.llmops.sglang.plugins.filter.runtime_record import runtime_record
 from ansible_collections.llmops.sglang.plugins.module_utils import _runtime
+from ansible_collections.llmops.sglang.plugins.module_utils._host_state import gather
 from ansible_collections.llmops.sglang.plugins.modules import checkpoint_info
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -205,13 +208,50 @@ def test_bad_package_settings_are_named(changes, message):
 
 
 def test_a_missing_wheelhouse_is_named_before_anything_is_installed(tmp_path):
-    wheelhouse = settings(pip_source="wheelhouse", pip_wheelhouse=str(tmp_path / "wheels"))
+    wheels = tmp_path / "wheels"
+    wheelhouse = settings(pip_source="wheelhouse", pip_wheelhouse=str(wheels))
     with pytest.raises(AnsibleFilterError, match="sglang_runtime_pip_wheelhouse .*/wheels is not a directory on the host"):
-        runtime_pip(wheelhouse, {"changed": False, "stat": {"exists": False}})
-    assert "--no-index" in runtime_pip(wheelhouse, {"stat": {"exists": True, "isdir": True}})["options"]
+        runtime_pip(wheelhouse, gather(paths=[str(wheels)]))
+    wheels.mkdir()
+    assert "--no-index" in runtime_pip(wheelhouse, gather(paths=[str(wheels)]))["options"]
     # the index source never looks at the wheelhouse
-    pending = runtime_pip(settings(), {"stat": {"exists": False}})["pending"]
+    pending = runtime_pip(settings(), gather(paths=[str(tmp_path / "absent")]))["pending"]
     assert pending == ["sglang==0.5.23", "sglang-kernel==0.4.10", "torch==2.14.1", "flashinfer-python==0.7.2"]
+
+
+def runtime_state(chosen, requirements):
+    """The role's host_state run (packages.yml), on the real filesystem and this interpreter's real pip list."""
+    plan = runtime_pip(chosen)
+    return gather(paths=[chosen["sglang_runtime_pip_wheelhouse"]], commands=[{"name": "pip_list", "argv": plan["list_argv"]}],
+                  directories=[{"path": plan["venv_parent"]}],
+                  files=[{"path": plan["requirements_path"], "content": requirements}])
+
+
+def test_the_host_state_names_what_the_role_must_do_and_nothing_on_a_settled_host(tmp_path):
+    parent = tmp_path / "opt"
+    chosen = settings(venv=str(parent / "venv"), packages=[{"name": "pytest", "version": importlib.metadata.version("pytest")}])
+    text = "# managed\n" + runtime_pip(chosen)["requirements"]
+    fresh = runtime_pip(chosen, runtime_state(chosen, text))
+    assert fresh["changes"] == ["%s differs (missing)" % parent, "%s differs (missing)" % (parent / "venv/requirements.txt"),
+                                "no venv at %s" % (parent / "venv"), "pins not met: pytest==%s" % importlib.metadata.version("pytest")]
+    (parent / "venv" / "bin").mkdir(parents=True)
+    parent.chmod(0o755)
+    python = parent / "venv" / "bin" / "python"
+    python.write_text('#!/bin/sh\nexec %s "$@"\n' % sys.executable)   # this interpreter's venv: it holds pytest
+    python.chmod(0o755)
+    (parent / "venv" / "requirements.txt").write_text(text)
+    settled = runtime_pip(chosen, runtime_state(chosen, text))
+    assert settled["changes"] == [] and settled["pending"] == []
+    (parent / "venv" / "requirements.txt").chmod(0o600)
+    assert runtime_pip(chosen, runtime_state(chosen, text))["changes"] == [
+        "%s differs (mode)" % (parent / "venv/requirements.txt")]
+
+
+def test_a_pip_list_that_fails_is_named_not_read_as_an_empty_venv(tmp_path):
+    failing = {"commands": {"pip_list": {"rc": 1, "stdout": "", "stderr": "No module named pip", "timed_out": False,
+                                         "not_found": False}}}
+    with pytest.raises(AnsibleFilterError, match="pip list failed in the venv .rc 1.: No module named pip"):
+        runtime_pip(settings(), failing)
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -275,6 +315,12 @@ def test_staging_and_the_quant_gate_on_real_checkpoint_info_results(tmp_path, ca
     without = run_checkpoint_info(noquant, capsys)
     assert runtime_checkpoint(staged, without)["stage"] is True
     assert runtime_checkpoint(dict(staged, sglang_runtime_checkpoint_require_quant_config=False), without)["stage"] is False
+    # a complete checkpoint before staging is the gate's result: the gate does not run again
+    assert runtime_checkpoint(staged, complete)["gate"] is False and runtime_checkpoint(staged, complete)["verified"] is complete
+    assert runtime_checkpoint(staged, without)["gate"] is True
+    local = runtime_checkpoint(settings(), {"skipped": True})
+    assert local["gate"] is True and local["verified"] == {"skipped": True}
+    assert runtime_checkpoint(settings(), {"skipped": True}, complete)["verified"] is complete
     # the gate after staging
     runtime_checkpoint(settings(), None, complete)
     with pytest.raises(AnsibleFilterError, match=r"checkpoint /models/\S+ has no hf_quant_config.json: .*"
@@ -361,4 +407,4 @@ def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
 
 def test_pip_list_that_is_not_json_is_named():
     with pytest.raises(AnsibleFilterError, match="pip list --format=json printed no JSON list"):
-        runtime_pip(settings(), None, {"stdout": "WARNING: something"})
+        runtime_pip(settings(), {"commands": {"pip_list": {"rc": 0, "stdout": "WARNING: something"}}})
