@@ -135,10 +135,21 @@ paths:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, entry_spec, install
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
+
+
+class _Module(AnsibleModule):
+    """AnsibleModule writes a list option to the host's journal as its repr, where a multi-line secret_content no
+    longer matches its no_log value (the newlines are escaped) and would be logged whole: this writes the invocation
+    line from the options with every no_log value masked in the structure first."""
+
+    def _log_invocation(self):
+        params = redact(self.params, secrets=sorted(self.no_log_values))
+        self.log("Invoked with %s" % " ".join("%s=%s" % item for item in sorted(params.items())), log_args=params)
 
 
 def main():
-    module = AnsibleModule(
+    module = _Module(
         argument_spec={
             "directories": {"type": "list", "elements": "dict", "default": [], "options": entry_spec("directory")},
             "files": {"type": "list", "elements": "dict", "default": [], "options": entry_spec(

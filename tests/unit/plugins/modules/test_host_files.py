@@ -5,6 +5,7 @@ import os
 import stat
 
 import pytest
+from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, install
@@ -67,6 +68,20 @@ def test_a_secret_is_never_in_the_result_diff_or_log_even_when_it_changes(tmp_pa
     assert "sk-rotated-0b1c" not in out and "sk-7f3a9c" not in out
     assert json.loads(out)["paths"][str(env)]["differs"] == ["content"] and json.loads(out)["diff"] == []
     assert env.read_text() == "SGLANG_API_KEY='sk-rotated-0b1c'\n"
+
+
+def test_a_multi_line_secret_never_reaches_the_hosts_journal(tmp_path, monkeypatch):
+    # what AnsibleModule hands to journald (message and fields) for this invocation
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, "log", lambda self, msg, log_args=None: logged.append((msg, log_args)))
+    args = layout(tmp_path)
+    args["files"][1]["secret_content"] = "# managed\nSGLANG_API_KEY='sk-rotated-0b1c'\nHF_TOKEN='hf_x'\n"
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            host_files.main()
+    assert len(logged) == 1 and logged[0][0].startswith("Invoked with ")
+    text = repr(logged)
+    assert "sk-rotated-0b1c" not in text and "hf_x" not in text and "sglang.service" in text and "valid unit" in text
 
 
 def test_a_failed_validation_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path, capsys):
