@@ -13,18 +13,17 @@ version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - Reads the server role's launch record and the unit's state and says what the host runs now, for the run's
-    report and AWX (C(set_stats)).
+  - From the server role's launch record and the unit's state, both read in one M(llmops.sglang.host_state) run, says
+    what the host runs now, for the run's report and AWX (C(set_stats)).
   - "The outcome: V(rolled back), V(failed) (the server role failed or the KV guard did not pass), V(deployed) (the
     server changed) or V(unchanged)."
-positional: _input, unit, state
+positional: _input, state
 options:
   _input:
-    description: The registered result of C(ansible.builtin.slurp) of the launch record (C(sglang_server_argv_file)).
-    type: dict
-    required: true
-  unit:
-    description: The registered result of C(ansible.builtin.systemd_service) for the server's unit.
+    description:
+      - The registered result of M(llmops.sglang.host_state) that read the launch record (C(sglang_server_argv_file),
+        its only O(llmops.sglang.host_state#module:read) entry) and ran C(systemctl show --property=ActiveState --value)
+        for the server's unit as the command named C(unit).
     type: dict
     required: true
   state:
@@ -53,7 +52,7 @@ options:
 EXAMPLES = r"""
 - name: Note what this host runs
   ansible.builtin.set_fact:
-    report: "{{ record | llmops.sglang.host_report(unit, {'guard_passed': audit_guard.passed | default(true)}) }}"
+    report: "{{ report_read | llmops.sglang.host_report({'guard_passed': audit_guard.passed | default(true)}) }}"
 """
 
 RETURN = r"""

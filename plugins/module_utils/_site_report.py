@@ -25,8 +25,8 @@ def _flag(value, default):
 
 
 def launch_args(record):
-    """The launch arguments of the argv record (a registered ``slurp`` of the server role's record); [] when
-    there is none or it cannot be read."""
+    """The launch arguments of the argv record (base64 ``content``, as host_state and slurp read it); [] when there is
+    none or it cannot be read."""
     content = (record or {}).get("content")
     if not content:
         return []
@@ -47,18 +47,21 @@ def outcome(rolled_back=False, failed=False, guard_passed=True, changed=False):
     return "deployed" if _flag(changed, False) else "unchanged"
 
 
-def host_report(record, unit, state=None):
+def host_report(read, state=None):
     """{outcome, state, config, kv_cache_dtype} of one host.
 
-    record: the registered slurp of the argv record; unit: the registered systemd_service result; state: {rolled_back,
-    failed, guard_passed, changed} from the roles' facts.
+    read: the registered host_state result of the report (``read``: the argv record alone; ``commands.unit``:
+    ``systemctl show --property=ActiveState --value``); state: {rolled_back, failed, guard_passed, changed} from the
+    roles' facts.
     """
-    args = launch_args(record)
-    status = (unit or {}).get("status") or {}
+    read = read if isinstance(read, dict) else {}
+    args = launch_args(next(iter((read.get("read") or {}).values()), None))
+    unit = (read.get("commands") or {}).get("unit") or {}
+    active = (unit.get("stdout") or "").strip() if unit.get("rc") == 0 else ""
     kv = args[args.index("--kv-cache-dtype") + 1] if "--kv-cache-dtype" in args[:-1] else "n/a"
     return {
         "outcome": outcome(**(state or {})),
-        "state": status.get("ActiveState") or "unknown",
+        "state": active or "unknown",
         "config": hashlib.sha1(json.dumps(args).encode("utf-8")).hexdigest()[:DIGEST_CHARS] if args else "none",
         "kv_cache_dtype": kv,
     }

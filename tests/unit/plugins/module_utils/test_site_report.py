@@ -10,31 +10,39 @@ import pytest
 from ansible.plugins.filter.core import get_hash, to_json
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _site_report as sr
+from ansible_collections.llmops.sglang.plugins.module_utils._host_state import gather
 
 ARGS = ["--model-path", "/models/Qwen3.5-397B-A17B-NVFP4", "--tp-size", "8", "--kv-cache-dtype", "bf16", "--port", "30000"]
 
 
 def slurped(record):
-    """What ansible.builtin.slurp registers for the server role's launch record (to_nice_json, sorted keys)."""
+    """The launch record's content as host_state reads it (base64 of the server role's to_nice_json, sorted keys)."""
     text = json.dumps(record, indent=4, sort_keys=True) + "\n"
-    return {"content": base64.b64encode(text.encode()).decode(), "encoding": "base64", "source": "/etc/sglang/x.argv.json"}
+    return base64.b64encode(text.encode()).decode()
 
 
-def test_the_report_of_a_deployed_host():
-    report = sr.host_report(slurped({"args": ARGS, "binary": "/opt/sglang/venv/bin/python"}),
-                            {"status": {"ActiveState": "active"}}, {"changed": True})
+def read_back(tmp_path, content=None, active="active"):
+    """The report's real host_state run: the record file (when there is one) and `systemctl show`'s answer (echo)."""
+    record = tmp_path / "sglang-qwen.argv.json"
+    if content is not None:
+        record.write_bytes(base64.b64decode(content) if content != "@@" else b"@@")
+    return gather(read=[str(record)], commands=[{"name": "unit", "argv": ["/bin/echo", active] if active else ["/bin/false"]}])
+
+
+def test_the_report_of_a_deployed_host(tmp_path):
+    report = sr.host_report(read_back(tmp_path, slurped({"args": ARGS, "binary": "/opt/sglang/venv/bin/python"})), {"changed": True})
     assert report == {"outcome": "deployed", "state": "active", "config": report["config"], "kv_cache_dtype": "bf16"}
     # the digest hosts compare is the one Ansible's to_json | hash('sha1') gave, so mixed reports agree
     assert report["config"] == get_hash(to_json(ARGS), "sha1")[:10]
-    other = sr.host_report(slurped({"args": ARGS[:-1] + ["30001"]}), {}, {})
+    other = sr.host_report(read_back(tmp_path, slurped({"args": ARGS[:-1] + ["30001"]})), {})
     assert other["config"] != report["config"]
 
 
-@pytest.mark.parametrize("record", [{"failed": True, "msg": "file not found"}, {"content": "bm90IGpzb24="}, {"content": "@@"},
-                                    slurped(["not", "a", "record"]), slurped({"args": "--port 1"})])
-def test_a_missing_or_unreadable_record_says_none(record):
+@pytest.mark.parametrize("content", [None, "bm90IGpzb24=", "@@", slurped(["not", "a", "record"]), slurped({"args": "--port 1"})])
+def test_a_missing_or_unreadable_record_says_none(tmp_path, content):
     expected = {"outcome": "unchanged", "state": "unknown", "config": "none", "kv_cache_dtype": "n/a"}
-    assert sr.host_report(record, {"failed": True}, None) == expected
+    assert sr.host_report(read_back(tmp_path, content, active=None), None) == expected
+    assert sr.host_report({"failed": True, "msg": "module failed"}, None) == expected
 
 
 @pytest.mark.parametrize("state, outcome", [
