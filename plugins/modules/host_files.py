@@ -138,18 +138,22 @@ from ansible_collections.llmops.sglang.plugins.module_utils._host_files import H
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 
 
-class _Module(AnsibleModule):
+def _secret_safe(module_class):
     """AnsibleModule writes a list option to the host's journal as its repr, where a multi-line secret_content no
-    longer matches its no_log value (the newlines are escaped) and would be logged whole: this writes the invocation
-    line from the options with every no_log value masked in the structure first."""
+    longer matches its no_log value (the newlines are escaped) and would be logged whole: this subclass writes the
+    invocation line from the options with every no_log value masked in the structure first. (A function, so that a
+    tool that swaps AnsibleModule to read the argument spec still sees the call.)"""
 
-    def _log_invocation(self):
-        params = redact(self.params, secrets=sorted(self.no_log_values))
-        self.log("Invoked with %s" % " ".join("%s=%s" % item for item in sorted(params.items())), log_args=params)
+    class Module(module_class):
+        def _log_invocation(self):
+            params = redact(self.params, secrets=sorted(self.no_log_values))
+            self.log("Invoked with %s" % " ".join("%s=%s" % item for item in sorted(params.items())), log_args=params)
+
+    return Module
 
 
 def main():
-    module = _Module(
+    module = _secret_safe(AnsibleModule)(
         argument_spec={
             "directories": {"type": "list", "elements": "dict", "default": [], "options": entry_spec("directory")},
             "files": {"type": "list", "elements": "dict", "default": [], "options": entry_spec(

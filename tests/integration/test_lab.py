@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import fleet
 from conftest import ROOT, lab
@@ -84,6 +85,10 @@ def test_eight_hosts_idempotent_play_and_clean_destroy(tmp_path, ansible_env):
     assert f"{NETNS_PREFIX}itest" not in netns
 
 
+def _pgrep(pattern):
+    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True, check=False).stdout
+
+
 def test_a_host_that_will_not_power_off_is_killed_with_everything_in_it():
     """A unit that ignores SIGTERM holds the orderly poweroff; `lab down` then kills the host after 10 s, and no process
     of it may survive (killing only systemd-nspawn had left the container's init and its services running)."""
@@ -91,12 +96,16 @@ def test_a_host_that_will_not_power_off_is_killed_with_everything_in_it():
     fleet.down([name])
     try:
         lab("up", name, "9")
+        # --wait would wait for the unit to end: systemd-run returns once it forked, before the child ran the shell
         lab("ssh", name, "systemd-run --unit hang -p TimeoutStopSec=300 sh -c 'trap \"\" TERM; exec sleep 3579'")
-        assert "sleep 3579" in subprocess.run(["pgrep", "-af", "sleep 3579"], capture_output=True, text=True, check=False).stdout
+        deadline = time.monotonic() + 30
+        while "sleep 3579" not in _pgrep("sleep 3579") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "sleep 3579" in _pgrep("sleep 3579")
         down = lab("down", name)
         assert "not off after 10 s, forcing" in down.stderr + down.stdout
     finally:
         fleet.down([name])
-    left = subprocess.run(["pgrep", "-af", "sleep 3579"], capture_output=True, text=True, check=False).stdout
+    left = _pgrep("sleep 3579")
     assert left == "", "processes of the killed host still run: " + left
     assert name not in lab("leftovers").stdout

@@ -237,8 +237,9 @@ def _args(m, spec, module_name, files):
 
 # Module -> fuzz cases. Modules whose main() is slow per case (a prompt to build, a checkpoint to copy) get fewer.
 CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cmake_cuda_plan": 400, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
-         "gpu_info": 800, "host_files": 800, "host_state": 400, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600, "router_probe": 400, "router_worker": 800,
-         "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800, "sglang_wait_ready": 800}
+         "gpu_info": 800, "host_files": 800, "host_state": 400, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600,
+         "router_probe": 400, "router_worker": 800, "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800,
+         "sglang_wait_ready": 800}
 
 
 def _module_target(name, request, tmp_path, monkeypatch):
