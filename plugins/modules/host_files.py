@@ -25,6 +25,7 @@ author:
   - llmops maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.host_files
 attributes:
   check_mode:
     support: full
@@ -36,28 +37,6 @@ attributes:
     details:
       - Shows the old and new text of each file whose content changes, except files given as O(files[].secret_content).
 options:
-  directories:
-    description: Directories, created before the files.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path.
-        type: path
-        required: true
-      owner:
-        description: Owner.
-        type: str
-        default: root
-      group:
-        description: Group.
-        type: str
-        default: root
-      mode:
-        description: Mode, as an octal string.
-        type: raw
-        default: "0755"
   files:
     description: Files, each with exactly one of O(files[].content) and O(files[].secret_content).
     type: list

@@ -21,6 +21,7 @@ author:
   - llmops maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.host_files
 attributes:
   check_mode:
     support: full
@@ -102,28 +103,6 @@ options:
         description: Seconds it may take; past that it is killed and RV(commands) says C(timed_out).
         type: int
         default: 60
-  directories:
-    description: Directories to compare, as M(llmops.sglang.host_files) would create them.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path.
-        type: path
-        required: true
-      owner:
-        description: Owner.
-        type: str
-        default: root
-      group:
-        description: Group.
-        type: str
-        default: root
-      mode:
-        description: Mode, as an octal string.
-        type: raw
-        default: "0755"
   files:
     description: Files to compare, as M(llmops.sglang.host_files) would write them.
     type: list
