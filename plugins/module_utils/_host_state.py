@@ -122,7 +122,7 @@ def read_file(path, limit):
 def run_command(command):
     """One read-only command, bounded in time and output: rc, stdout, stderr; not_found when its program is missing
     (a venv not created yet), timed_out past its timeout."""
-    rc, out, err, timed_out, not_found = run_bounded([str(a) for a in command["argv"]], command.get("timeout") or 60,
+    rc, out, err, timed_out, not_found = run_bounded([str(a) for a in command["argv"]], command.get("timeout", 60),
                                                      max_bytes=COMMAND_OUTPUT_LIMIT)
     return {"rc": rc, "stdout": out, "stderr": err[-4000:], "timed_out": timed_out, "not_found": not_found}
 
@@ -138,8 +138,9 @@ def gather(accounts=None, packages=None, paths=None, read=None, commands=None, d
     for command in commands or []:
         if not command.get("argv"):
             raise HostStateError("command %s has no argv: give the program and its arguments as a list" % command["name"])
-        if not 0 < (command.get("timeout") or 60) <= MAX_TIMEOUT:
-            raise HostStateError("command %s: timeout %r must be between 1 and %d seconds" % (command["name"], command["timeout"], MAX_TIMEOUT))
+        timeout = command.get("timeout", 60)
+        if not isinstance(timeout, int) or not 0 < timeout <= MAX_TIMEOUT:
+            raise HostStateError("command %s: timeout %r must be between 1 and %d seconds" % (command["name"], timeout, MAX_TIMEOUT))
     return {
         "accounts": {a["user"]: {"drift": account_drift(a)} for a in accounts or []},
         "packages_missing": missing_packages(packages or []),

@@ -86,3 +86,5 @@ def test_accounts_are_keyed_by_user(capsys):
 def test_commands_need_names_of_their_own(capsys):
     result = run({"commands": [{"name": "a", "argv": ["/bin/true"]}, {"name": "a", "argv": ["/bin/false"]}]}, capsys)
     assert result["failed"] is True and "a name of its own" in result["msg"]
+    zero = run({"commands": [{"name": "a", "argv": ["/bin/true"], "timeout": 0}]}, capsys)
+    assert zero["failed"] is True and "timeout 0 must be between 1 and" in zero["msg"]
