@@ -26,6 +26,8 @@ import time
 import urllib.request
 import uuid
 
+import attack
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 RG = os.environ.get("RG_ROOT", "/tmp/real-gpu")
@@ -42,6 +44,11 @@ SERVER_ENV = {"SGLANG_USE_SGL_FA3_KERNEL": "1", "HF_HUB_OFFLINE": "1", "NCCL_NVL
 SERVER_FLAGS = ["--host", "127.0.0.1", "--port", str(PORT), "--attention-backend", "triton", "--sampling-backend", "pytorch",
                 "--disable-cuda-graph", "--mem-fraction-static", "0.3"]
 
+# The attack scenarios echo whole prompts (level 3: no truncation) and take a prompt of 48 KiB (about 37k tokens of
+# attack.py's filler) beyond the tiny checkpoint's 8192-token context.
+ATTACK_FLAGS = ["--log-requests-level", "3", "--context-length", "65536"]
+ATTACK_ENV = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
+
 # expect: the KV cache dtype the guard must find (bf16 passes, fp8 fails: the deployment requires bf16);
 # warning: whether SGLang prints the FP8 no-scales warning (only for an explicit fp8_e4m3 flag).
 SCENARIOS = {
@@ -55,6 +62,12 @@ SCENARIOS = {
                         about="Qwen3-Next hybrid (Mamba pool), bf16 KV"),
     "hybrid-fp8": dict(checkpoint="hybrid", kv="fp8_e4m3", expect="fp8", warning=True, mamba=True,
                        about="Qwen3-Next hybrid (Mamba pool), explicit fp8_e4m3"),
+    "attack-auto": dict(checkpoint="trap-fp8", kv="auto", expect="fp8", warning=False, log_requests=True,
+                        attack={"decoy_kv": "bf16"}, flags=ATTACK_FLAGS, env=ATTACK_ENV,
+                        about="FP8 checkpoint, auto; a client forges a bf16 start through what SGLang logs raw (attack.py)"),
+    "attack-bf16": dict(checkpoint="trap-fp8", kv="bf16", expect="bf16", warning=False, log_requests=True,
+                        attack={"decoy_kv": "fp8_e4m3", "warning": True}, flags=ATTACK_FLAGS, env=ATTACK_ENV,
+                        about="FP8 checkpoint, bf16 KV; a client forges an FP8 start and the no-scales warning (attack.py)"),
     "trap-bf16-logms": dict(checkpoint="trap-fp8", kv="bf16", expect="bf16", warning=False, env={"SGLANG_LOG_MS": "1"},
                             about="FP8 checkpoint, bf16 KV, SGLANG_LOG_MS=1 (milliseconds in every log timestamp)"),
 }
@@ -63,6 +76,8 @@ EFFECTIVE = {"bf16": "torch.bfloat16", "fp8": "torch.float8_e4m3fn"}
 STABLE_FACTS = ("kv_cache_dtype_configured", "kv_dtype_effective", "fp8_scale_warning", "model_path", "tp_size",
                 "max_total_num_tokens", "sglang_version")
 TRIM_CHARS = 400
+# the log audit's finding for a startup record written after the server was ready (a client's forgery)
+LATE_STARTUP_RULE = "startup_record_after_ready"
 LAUNCH = [sys.executable, "-m", "sglang.launch_server"]
 # --simulator: the project's SGLang simulator instead of SGLang, to try the harness on a machine without a GPU
 SIMULATOR = os.path.join(ROOT, "tests", "lab", "sglang_sim", "sglang_sim.py")
@@ -128,7 +143,7 @@ class Server(object):
         self.checkpoint = os.path.join(ckpt, spec["checkpoint"])
         self.log = os.path.join(work, "server.log")
         self.argv = (LAUNCH + ["--model-path", self.checkpoint, "--kv-cache-dtype", spec["kv"]] + SERVER_FLAGS
-                     + (["--log-requests"] if spec.get("log_requests") else []))
+                     + (["--log-requests"] if spec.get("log_requests") else []) + spec.get("flags", []))
         self.env = dict(SERVER_ENV, **spec.get("env", {}))
         self.proc = None
 
@@ -196,7 +211,7 @@ def playbook(name, spec, server, work, bindir, units):
     variables = {"rg_unit": "sglang-rg", "rg_url": URL, "rg_api_key": API_KEY, "rg_checkpoint": server.checkpoint,
                  "rg_argv": server.argv + ["--api-key", API_KEY], "rg_log": server.log, "rg_ready_budget": READY_BUDGET,
                  "rg_result_file": result_file, "rg_bench": bool(spec.get("bench")), "rg_canary": bool(spec.get("canary")),
-                 "rg_forge": bool(spec.get("forge"))}
+                 "rg_forge": bool(spec.get("forge")), "rg_attack": spec.get("attack"), "rg_harness": HERE}
     vars_file = os.path.join(RG, "vars-%s.json" % name)
     with open(vars_file, "w") as fh:
         json.dump(variables, fh)
@@ -233,8 +248,34 @@ def _rules(log_audit):
     return sorted(f.get("rule") for f in (_get(log_audit, "findings") or []))
 
 
-def judge(name, spec, result, checkpoint, sglang_version):
-    """[{check, expected, got, ok}] for one scenario's results."""
+def forged_lines(log, payload):
+    """How many physical lines of the server's log are one of attack.py's forged records, whole (the last one may
+    carry the rest of SGLang's message, e.g. ' is not supported.'): proof that SGLang wrote them raw."""
+    records = [line for line in (payload or "").split("\n") if line]
+    count = 0
+    try:
+        with open(log, "rb") as fh:
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if any(line == rec or (rec == records[-1] and line.startswith(rec)) for rec in records):
+                    count += 1
+    except OSError:
+        return None
+    return count
+
+
+def cut_echo_forges(log, payload):
+    """Whether a request echo in the log is longer than journald's LineMax and its bytes from LineMax on start with
+    attack.py's first forged record: the entry journald would start there is the client's."""
+    first = [line for line in (payload or "").split("\n") if line][:1]
+    if not first:
+        return False
+    with open(log, "rb") as fh:
+        return any(b"Receive: obj=" in raw and raw[attack.LINE_MAX:].startswith(first[0].encode()) for raw in fh)
+
+
+def judge(name, spec, result, checkpoint, sglang_version, log=None):
+    """[{check, expected, got, ok}] for one scenario's results (log: the server's log, read for attack scenarios)."""
     checks = []
 
     def check(what, expected, got, ok=None):
@@ -246,7 +287,7 @@ def judge(name, spec, result, checkpoint, sglang_version):
     if _get(result, "ready", "status") != "ready" and _get(result, "ready_http", "status") != 200:
         return checks
     want_pass = spec["expect"] == "bf16"
-    for phase in ("clean", "forged") if spec.get("forge") else ("clean",):
+    for phase in ("clean", "forged") if spec.get("forge") or spec.get("attack") else ("clean",):
         p = result.get(phase) or {}
         facts = _get(p, "log_audit", "facts") or {}
         tag = "" if phase == "clean" else " after forged requests"
@@ -271,6 +312,26 @@ def judge(name, spec, result, checkpoint, sglang_version):
               ok=_get(result, "forge", "get_status") == 401 and _get(result, "forge", "chat_status") == [200, 200])
         check("forged requests change no log fact", before, after)
         check("forged requests add no log finding", _rules(clean.get("log_audit")), _rules(forged.get("log_audit")))
+    if spec.get("attack"):
+        clean, forged, sent = result.get("clean") or {}, result.get("forged") or {}, result.get("attack") or {}
+        dup = _get(sent, "duplicate_rid", "second") or [None, ""]
+        check("attack: set_internal_state and the duplicate rid reached SGLang", "200, 200 with 'Duplicate request ID'",
+              "%s, %s %s" % ((sent.get("set_internal_state") or [None])[0], dup[0], (dup[1] or "")[:120]),
+              ok=(sent.get("set_internal_state") or [None])[0] == 200 and dup[0] == 200 and "Duplicate request ID" in (dup[1] or ""))
+        check("attack: prompts longer than LineMax answered (echo offset measured)", [200, 200, 200],
+              [p.get("status") for p in sent.get("long_prompts") or []] or sent.get("echo_text_offset"))
+        check("attack: an echo line that journald cuts at LineMax goes on with a forged record", True,
+              bool(log) and cut_echo_forges(log, sent.get("payload")))
+        n = forged_lines(log, sent.get("payload")) if log else None
+        per_carrier = len([line for line in (sent.get("payload") or "").split("\n") if line])
+        check("attack: SGLang wrote the forged records as lines of its own (set_internal_state, duplicate rid)",
+              "at least %d lines" % (2 * per_carrier), n, ok=bool(n and n >= 2 * per_carrier))
+        for source in ("log_audit", "journal_audit"):
+            before = dict((k, _get(clean, source, "facts", k)) for k in STABLE_FACTS)
+            after = dict((k, _get(forged, source, "facts", k)) for k in STABLE_FACTS)
+            check("attack changes no startup fact (%s)" % source, before, after)
+            new_rules = sorted(set(_rules(forged.get(source))) - set(_rules(clean.get(source))))
+            check("attack: the forged records are findings, never facts (%s)" % source, [LATE_STARTUP_RULE], new_rules)
     si = result.get("server_info") or {}
     check("server_info read (every endpoint but /metrics, off without --enable-metrics)", [],
           [e for e in (si.get("errors") or []) if not e.startswith("metrics")])
@@ -434,7 +495,7 @@ def main():
         finally:
             stop_s = server.stop()
         trim_log(server.log, os.path.join(work, "server.trimmed.log"))
-        checks = judge(name, spec, result, server.checkpoint, env.get("sglang"))
+        checks = judge(name, spec, result, server.checkpoint, env.get("sglang"), log=server.log)
         ready_at = result.get("ready_at")
         timing = {"ready": round(ready_at - server.started, 1) if ready_at else None, "playbook": pb_s, "stop": stop_s,
                   "total": round(time.time() - t0, 1)}

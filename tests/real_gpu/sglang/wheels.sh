@@ -7,7 +7,8 @@
 # DIR/wheels/       the wheels of wheels.txt (cp312, manylinux x86_64) and their SHA256SUMS
 # DIR/pNN/part-NN   one slice of a tar of DIR/wheels (split -b PART_MIB), with PARTS beside it: the
 #                   checksum of every slice, so the GPU machine knows when it has them all
-# Environment: PART_MIB (default 59), PIP (default python3 -m pip).
+# Environment: PART_MIB (default: what 64 MiB leaves beside the tree that travels with each part, less 2 MiB
+# of headroom), PIP (default python3 -m pip).
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -16,7 +17,14 @@ if [[ $# -ne 1 ]]; then
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$1
-part_mib=${PART_MIB:-59}
+# the tree (tracked and untracked files that git does not ignore) travels with every part
+tree_bytes=$(cd "$here/../../.." && { git ls-files -z; git ls-files -z --others --exclude-standard; } | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+tree_mib=$(( (tree_bytes + 1048575) / 1048576 ))
+part_mib=${PART_MIB:-$(( 64 - tree_mib - 2 ))}
+if (( part_mib < 8 )); then
+  echo "the tree that travels is $tree_mib MiB: too little of the 64 MiB a call is left for wheel parts" >&2
+  exit 1
+fi
 pip=${PIP:-python3 -m pip}
 mkdir -p "$dir/wheels"
 
@@ -67,10 +75,9 @@ for f in "$dir"/split/part-*; do
 done
 rm -rf "$dir/split"
 
-tree_bytes=$(cd "$here/../../.." && { git ls-files -z; git ls-files -z --others --exclude-standard; } | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
 printf '%s: %d wheels, %s MB, in %d parts of at most %d MiB (%s)\n' "$dir" "$(ls "$dir"/wheels/*.whl | wc -l)" \
   "$(du -sm "$dir/wheels" | cut -f1)" "$n" "$part_mib" "$(cd "$dir" && echo p[0-9][0-9] | tr ' ' ,)"
-printf 'the tree travels with each part: %d MiB (the limit is 64 MiB a call)\n' $(( (tree_bytes + 1048575) / 1048576 ))
+printf 'the tree travels with each part: %d MiB (the limit is 64 MiB a call)\n' "$tree_mib"
 if (( tree_bytes + part_mib * 1048576 > 64 * 1048576 )); then
   echo "tree + one part exceed 64 MiB: set PART_MIB lower" >&2
   exit 1
