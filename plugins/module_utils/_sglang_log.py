@@ -112,6 +112,7 @@ class LogAuditor(object):
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
         records = split_records(text)
+        facts = self._facts
         if all(rec.kind in CLIENT_KINDS for rec in records):
             # an access line or a request echo: client text, which neither counts nor interrupts anything
             return False
@@ -122,8 +123,12 @@ class LogAuditor(object):
                 continue  # a frame of an open traceback
             rank, facts_ok = seen
             if facts_ok:
-                self._facts.on_record(rec)
+                facts.on_record(rec)
             self._matcher.on_record(rec, rank, loc)
+        if facts.late:
+            for rec, rank in facts.late:
+                self._matcher.on_late_startup_record(rec, rank, loc)
+            del facts.late[:]
 
     # -- result --------------------------------------------------------------------------------
 
