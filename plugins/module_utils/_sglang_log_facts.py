@@ -124,7 +124,6 @@ class StartFacts(object):
 
     def __init__(self):
         self.starts = 0
-        self.late = []          # (record, rank) of startup look-alikes after the acceptance point, for the rules
         self.reset()
 
     def reset(self):
@@ -161,26 +160,27 @@ class StartFacts(object):
         self.accepting = True
 
     def on_record(self, rec):
+        """Read one record; True when it is a startup record that came after the acceptance point (no fact)."""
         kind = rec.kind
         if kind == SGLANG:
             if rec.prefixed and rec.rank != "main" and len(self.ranks_seen) < MAX_RANKS:
                 self.ranks_seen.add(rec.rank)
-            if self._sglang(rec.msg, rec.rank) and self.accepting:
-                self.late.append((rec, rec.rank))
-        elif kind == BARE:
+            return self._sglang(rec.msg, rec.rank)
+        if kind == BARE:
             msg = rec.msg
             if msg.startswith("max_total_num_tokens="):
                 m = _MAX_TOKENS_PRINT.match(msg)
                 if m:
                     if self.accepting:
-                        self.late.append((rec, rec.rank))
-                    elif self.max_total_num_tokens is None:
+                        return True
+                    if self.max_total_num_tokens is None:
                         self.max_total_num_tokens = int(m.group("n"))
-                        self.advance("warming_up")
+                    self.advance("warming_up")
         elif kind == UVICORN:
             if _UVICORN_STARTED.match(rec.msg):
                 self.advance("warming_up")
                 self.accept()
+        return False
 
     def _sglang(self, msg, rank):
         """Read one SGLang record; True when it is a startup record that came after the acceptance point."""
