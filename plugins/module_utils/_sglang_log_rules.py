@@ -361,13 +361,13 @@ class RuleMatcher(object):
                     continue
             elif rule.regex.search(rec.text) is None:
                 continue
-            self._hit(rule.id, rank, loc, rec.text.strip()[:EVIDENCE_CHARS])
+            self._hit(rule.id, rank, loc, rec.text)
 
     def on_late_startup_record(self, rec, rank, loc):
         """A startup record after the acceptance point: the finding of LATE_STARTUP_RULE (its text redacted)."""
-        self._hit(LATE_STARTUP_RULE, rank, loc, redact_text(rec.text.strip()[:EVIDENCE_CHARS]))
+        self._hit(LATE_STARTUP_RULE, rank, loc, rec.text, redact=True)
 
-    def _hit(self, rule_id, rank, loc, text):
+    def _hit(self, rule_id, rank, loc, text, redact=False):
         hit = self.hits.get(rule_id)
         if hit is None:
             hit = self.hits[rule_id] = {"count": 0, "per_rank": {}, "evidence": []}
@@ -376,7 +376,9 @@ class RuleMatcher(object):
         if key in hit["per_rank"] or len(hit["per_rank"]) < MAX_RANKS:
             hit["per_rank"][key] = hit["per_rank"].get(key, 0) + 1
         if len(hit["evidence"]) < self.max_evidence:
-            hit["evidence"].append({"line": loc, "rank": key, "text": text})
+            # only the evidence kept is redacted (a late record may be a dump holding the API key)
+            text = text.strip()[:EVIDENCE_CHARS]
+            hit["evidence"].append({"line": loc, "rank": key, "text": redact_text(text) if redact else text})
 
     def evidence_locations(self):
         return [ev["line"] for hit in self.hits.values() for ev in hit["evidence"]]
