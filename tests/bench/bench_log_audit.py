@@ -95,7 +95,7 @@ RESTART_EVERY = 30 << 20
 
 def real_material():
     """(startup blocks: each real log up to and with its acceptance point, pieces: every line of the real logs that holds a
-    literal the parser keys on, with the indented lines after it (a traceback's frames), at most 12 lines)."""
+    literal the parser keys on, with the indented lines after it (a traceback's frames, then its exception line))."""
     sys.path.insert(0, str(COLLECTIONS))
     from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import prefilter_literals
     literals = [lit for lit in prefilter_literals() if lit is not None]
@@ -110,6 +110,8 @@ def real_material():
                 end = n + 1
                 while end < len(lines) and end - n < 12 and lines[end][:1] in (" ", "\t"):
                     end += 1
+                if "Traceback (most recent call last)" in line and end < len(lines):
+                    end += 1    # a traceback ends with its exception line
                 pieces.append(lines[n:end])
     return blocks, pieces
 
