@@ -95,7 +95,7 @@ RESTART_EVERY = 30 << 20
 
 def real_material():
     """(startup blocks: each real log up to and with its acceptance point, pieces: every line of the real logs that holds a
-    literal the parser keys on, with the indented lines after it (a traceback's frames, then its exception line))."""
+    literal the parser keys on, with the indented lines after it (at most 12; a traceback's frames all, then its exception line))."""
     sys.path.insert(0, str(COLLECTIONS))
     from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import prefilter_literals
     literals = [lit for lit in prefilter_literals() if lit is not None]
@@ -107,11 +107,12 @@ def real_material():
             blocks.append(lines[:cut + 1])
         for n, line in enumerate(lines):
             if any(lit in line for lit in literals):
+                whole = "Traceback (most recent call last)" in line     # a traceback is taken to its exception line
                 end = n + 1
-                while end < len(lines) and end - n < 12 and lines[end][:1] in (" ", "\t"):
+                while end < len(lines) and (whole or end - n < 12) and lines[end][:1] in (" ", "\t"):
                     end += 1
-                if "Traceback (most recent call last)" in line and end < len(lines):
-                    end += 1    # a traceback ends with its exception line
+                if whole and end < len(lines):
+                    end += 1
                 pieces.append(lines[n:end])
     return blocks, pieces
 
