@@ -204,7 +204,8 @@ def test_client_lines_inside_a_traceback_and_a_chain_change_nothing():
 
 REAL = ROOT / "tests" / "fixtures" / "real-sglang"
 REAL_LOGS = sorted(REAL.glob("sglang-0.5.16-h200-*.log"))
-# the answer key of each real log: expected.json, and the facts the H200 run recorded (test_real_sglang_log.py)
+# the answer key of each real log: expected.json; for the H200 logs the facts of their start, which test_real_sglang_log.py
+# holds to what the run recorded (a log with a client's forged records after its acceptance point keeps its real start's)
 REAL_KEYS = ("kv_cache_dtype_configured", "kv_dtype_effective", "fp8_scale_warning", "model_path", "max_total_num_tokens",
              "tp_size", "ready")
 _ACCEPTANCE_RE = re.compile(r"(?:INFO:\s+(?:Application startup complete|Uvicorn running on )|\] The server is fired up"
@@ -290,7 +291,6 @@ def test_no_fact_of_a_real_log_comes_after_its_acceptance_point(name, data, key)
     lines = data.split(b"\n")
     cut = _acceptance(lines)
     whole = audit_bytes(data)
-    assert not [f for f in whole["findings"] if f["rule"] == "startup_record_after_ready"], name
     if cut is None:
         return  # the log ends before the server accepted requests (a failed start, an excerpt)
     before = audit_bytes(b"\n".join(lines[:cut]) + b"\n")["facts"]
