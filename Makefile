@@ -32,6 +32,7 @@ host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, 
 setup: host-packages $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
 	tests/lab/bin/install-collections
 	tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv
+	tests/lab/bin/fetch-sglang-source $(ROOT)/.cache/sglang-0.5.16-source
 
 lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml against it
 	$(LAB) down lab1 >/dev/null

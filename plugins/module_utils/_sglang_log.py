@@ -112,6 +112,7 @@ class LogAuditor(object):
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
         records = split_records(text)
+        facts = self._facts
         if all(rec.kind in CLIENT_KINDS for rec in records):
             # an access line or a request echo: client text, which neither counts nor interrupts anything
             return False
@@ -121,8 +122,11 @@ class LogAuditor(object):
             if seen is None:
                 continue  # a frame of an open traceback
             rank, facts_ok = seen
-            if facts_ok:
-                self._facts.on_record(rec)
+            if facts_ok and facts.on_record(rec):
+                # a startup record after the server accepted requests: no fact, and no rule counts it (the FP8 warning
+                # written by a client must not fail a deployment); it is a finding of its own
+                self._matcher.on_late_startup_record(rec, rank, loc)
+                continue
             self._matcher.on_record(rec, rank, loc)
 
     # -- result --------------------------------------------------------------------------------

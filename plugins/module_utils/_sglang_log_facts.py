@@ -7,13 +7,23 @@
 Facts come only from the lines of ``_sglang_log_lines.LOG_LINES``, matched at the start of a message of
 the form the table names (an SGLang record, or a line SGLang prints bare); request echoes and access
 lines never give a fact, open a traceback or set a fatal cause. The fatal classes live here and nowhere else.
+
+Startup facts are read only before the acceptance point: the first record that the HTTP server is up
+(uvicorn's ``Application startup complete``, written before it binds its socket, or ``Uvicorn running on``;
+the ready line) or that a request was served (the HTTP server's ``[http_server] Error: `` record of a failed
+request). Access lines and request echoes are not needed for it: uvicorn writes its startup line before
+either can exist, and they are seldom parsed at all (the scanner skips lines without a key literal).
+From there on a client can make SGLang write any line (some sites log client text raw, newlines included:
+docs/security.md), so a record that looks like a startup record is never a fact: it is kept as a late
+startup record, which the rules report. Each fact is taken once (the first record wins); a new
+``server_args=`` dump before the acceptance point starts a new start, after it the dump is a late record.
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_lines import BY_ID
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_lines import BY_ID, STARTUP_LINE_IDS
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records import (
     BARE, CLIENT_KINDS, SGLANG, UVICORN, rank_sort_key)
 
@@ -53,12 +63,20 @@ _MEMORY_POOL_END = _line_re("memory_pool_end")
 _CAPTURE = _line_re("capture_graph_begin")
 _UVICORN_RUNNING = _line_re("uvicorn_running")
 _READY = _line_re("ready")
+_UVICORN_STARTED = re.compile("%s|%s" % (BY_ID["uvicorn_startup_complete"]["regex"], BY_ID["uvicorn_running_own"]["regex"]))
+_HTTP_REQUEST_ERROR = _line_re("http_request_error")
 _OFFLINE_DONE = (_line_re("offline_total_latency"), _line_re("offline_throughput_result"))
 _OFFLINE_AGAIN = (_line_re("offline_warmup"), _line_re("offline_benchmark"))
 _CHAINED = _line_re("traceback_chained")
 _IGNORED = _line_re("exception_ignored")
 _PORT = _line_re("port_in_use")
 _ARGPARSE = re.compile("|".join(BY_ID[i]["regex"] for i in ("argparse_unrecognized", "argparse_bad_argument", "argparse_missing")))
+
+# startup records but the pool line (a label may come first), by the first character of their message
+_STARTUP_RECORDS = {}
+for _id in STARTUP_LINE_IDS:
+    if _id != "kv_pool":
+        _STARTUP_RECORDS.setdefault(BY_ID[_id]["regex"][0], []).append(_line_re(_id))
 
 _DUMP_KV_RE = re.compile(r"[(,{]\s*'?kv_cache_dtype'?\s*[=:]\s*'([^']*)'")
 _DUMP_MODEL_RE = re.compile(r"[(,{]\s*'?model_path'?\s*[=:]\s*'([^']*)'")
@@ -124,6 +142,8 @@ class StartFacts(object):
         self.fatal = None
         self.ranks_seen = set()
         self.phase = 0              # index into PHASES
+        # the acceptance point: the HTTP server is up, every later record may hold client text
+        self.accepting = False
 
     def progressed(self):
         return self.phase > 0 or self.ready or self.fatal is not None or bool(self.kv_pools)
@@ -135,24 +155,64 @@ class StartFacts(object):
 
     # -- one record ----------------------------------------------------------------------------
 
+    def accept(self):
+        """The acceptance point: from here on a record may hold client text."""
+        self.accepting = True
+
     def on_record(self, rec):
+        """Read one record; True when it is a startup record that came after the acceptance point (no fact)."""
         kind = rec.kind
         if kind == SGLANG:
             if rec.prefixed and rec.rank != "main" and len(self.ranks_seen) < MAX_RANKS:
                 self.ranks_seen.add(rec.rank)
-            self._sglang(rec.msg, rec.rank)
-        elif kind == BARE:
+            return self._sglang(rec.msg, rec.rank)
+        if kind == BARE:
             msg = rec.msg
             if msg.startswith("max_total_num_tokens="):
                 m = _MAX_TOKENS_PRINT.match(msg)
                 if m:
-                    self.max_total_num_tokens = int(m.group("n"))
+                    if self.accepting:
+                        return True
+                    if self.max_total_num_tokens is None:
+                        self.max_total_num_tokens = int(m.group("n"))
                     self.advance("warming_up")
         elif kind == UVICORN:
-            if _UVICORN_RUNNING.match(rec.msg):
+            if _UVICORN_STARTED.match(rec.msg):
                 self.advance("warming_up")
+                self.accept()
+        return False
 
     def _sglang(self, msg, rank):
+        """Read one SGLang record; True when it is a startup record that came after the acceptance point."""
+        c = msg[:1]
+        if c == "T":
+            if _READY.match(msg):
+                if self.ready:
+                    return True     # the ready line comes once per start
+                self.ready = True
+                self.advance("ready")
+                self.accept()
+            return False
+        if c == "[":
+            if _HTTP_REQUEST_ERROR.match(msg):
+                self.accept()   # a request was served
+            return False
+        if c == "U" and _UVICORN_RUNNING.match(msg):
+            self.advance("warming_up")
+            self.accept()
+            return False
+        if self.accepting:
+            return self._startup_record(msg)
+        self._startup(msg, rank)
+        return False
+
+    def _startup_record(self, msg):
+        """Whether a message is one of the startup records (a look-alike once the server accepts requests)."""
+        if "KV Cache " in msg and _KV_POOL.match(msg):
+            return True
+        return any(r.match(msg) for r in _STARTUP_RECORDS.get(msg[:1], ()))
+
+    def _startup(self, msg, rank):
         c = msg[:1]
         if c == "s":
             if _DUMP.match(msg):
@@ -162,15 +222,13 @@ class StartFacts(object):
                 self.fp8_scale_warning = True
             else:
                 m = _KV_DTYPE_USED.match(msg)
-                if m:
-                    if self.kv_dtype_effective is None:
-                        self.kv_dtype_effective = m.group("dtype")
-                elif _UVICORN_RUNNING.match(msg):
-                    self.advance("warming_up")
+                if m and self.kv_dtype_effective is None:
+                    self.kv_dtype_effective = m.group("dtype")
         elif c == "m":
             m = _MAX_TOKENS.match(msg)
             if m:
-                self.max_total_num_tokens = int(m.group("n"))
+                if self.max_total_num_tokens is None:
+                    self.max_total_num_tokens = int(m.group("n"))
                 self.advance("warming_up")
         elif c == "L":
             if _LOAD_WEIGHT.match(msg):
@@ -182,10 +240,6 @@ class StartFacts(object):
                 m = _CONTEXT_TP.match(msg)
                 if m:
                     self.other_tp_size = int(m.group("tp"))
-        elif c == "T":
-            if _READY.match(msg):
-                self.ready = True
-                self.advance("ready")
         if c == "M":
             if _MEMORY_POOL_END.match(msg):
                 self.advance("kv_pool_allocated")

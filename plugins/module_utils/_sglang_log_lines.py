@@ -157,6 +157,18 @@ LOG_LINES = (
         "examples": ("Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",), "legacy": (),
     },
     {
+        # uvicorn's lifespan startup ends: the socket is bound right after; no startup record of SGLang follows
+        "id": "uvicorn_startup_complete", "regex": r"Application startup complete\.", "literal": "Application startup complete",
+        "form": "uvicorn", "origin": "uvicorn", "source": "lifespan/on.py", "emitters": ("info",),
+        "versions": "all", "examples": ("Application startup complete.",), "legacy": (),
+    },
+    {
+        # a ValueError of a request (a duplicate rid, a bad field), logged with its client text raw
+        "id": "http_request_error", "regex": r"\[http_server\] Error: ", "literal": "[http_server] Error: ",
+        "form": "record", "origin": "sglang", "source": "srt/entrypoints/http_server.py", "emitters": ("error",),
+        "versions": "all", "examples": ("[http_server] Error: Duplicate request ID detected: rid-1",), "legacy": (),
+    },
+    {
         "id": "ready", "regex": r"The server is fired up and ready to roll!", "literal": "The server is fired up and ready to roll!",
         "form": "record", "origin": "sglang", "source": "srt/entrypoints/http_server.py", "emitters": ("info",),
         "versions": "all", "examples": ("The server is fired up and ready to roll!",), "legacy": (),
@@ -318,3 +330,9 @@ LOG_LINES = (
 )
 
 BY_ID = dict((entry["id"], entry) for entry in LOG_LINES)
+
+# The records of a server start: facts and startup phases. Once the server accepts requests a look-alike of one
+# is never a fact (_sglang_log_facts), and the rule startup_record_after_ready reports it.
+STARTUP_LINE_IDS = ("server_args_dump", "fp8_no_scales", "kv_dtype_used", "kv_pool", "mamba_pool", "max_total_num_tokens",
+                    "context_tp_size", "kv_dtype_set_by_model", "load_weight_begin", "load_weight_end", "memory_pool_end",
+                    "capture_graph_begin")

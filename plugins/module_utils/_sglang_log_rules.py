@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_text
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records import CLIENT_KINDS, SGLANG
 
 SEVERITIES = ("error", "warning", "info")
@@ -169,6 +170,23 @@ DEFAULT_RULES = [
     },
 ]
 
+# Findings of the audit's state, not of a pattern: the facts module decides when one applies (a rule's fields, no pattern).
+# A late startup record is a warning, never an error: any client holding the API key can make SGLang write one, and
+# an error would let it fail a correct deployment.
+LATE_STARTUP_RULE = "startup_record_after_ready"
+STATE_RULES = [
+    {
+        "id": LATE_STARTUP_RULE,
+        "severity": "warning",
+        "description": "Unexpected startup record after the server was ready: a record that looks like SGLang's startup "
+                       "(server_args dump, KV pool, token budget, FP8 warning, ready line...) came after the HTTP server "
+                       "accepted requests. From there on clients can make SGLang write any line, so it is not a fact; the "
+                       "facts are those of the start before it. A second real start appended to the same file looks the same.",
+        "fix": "If the server was restarted, audit the unit's journal (the current invocation only) or give each start its "
+               "own log file; otherwise a client wrote this record through one of the request sites docs/security.md lists.",
+    },
+]
+
 _RULE_KEYS = ("id", "severity", "scope", "pattern", "description", "fix")
 
 
@@ -284,7 +302,7 @@ def build_rules(rules=None):
 
 def build_waivers(allow=None, rules=None):
     """Map rule id -> reason; every waiver needs a known rule and a non-empty reason."""
-    known = set(r.id for r in rules) if rules is not None else None
+    known = set(r.id for r in rules) | set(r["id"] for r in STATE_RULES) if rules is not None else None
     waivers = {}
     for n, item in enumerate(allow or []):
         if not isinstance(item, dict):
@@ -343,15 +361,24 @@ class RuleMatcher(object):
                     continue
             elif rule.regex.search(rec.text) is None:
                 continue
-            hit = self.hits.get(rule.id)
-            if hit is None:
-                hit = self.hits[rule.id] = {"count": 0, "per_rank": {}, "evidence": []}
-            hit["count"] += 1
-            key = rank or "main"
-            if key in hit["per_rank"] or len(hit["per_rank"]) < MAX_RANKS:
-                hit["per_rank"][key] = hit["per_rank"].get(key, 0) + 1
-            if len(hit["evidence"]) < self.max_evidence:
-                hit["evidence"].append({"line": loc, "rank": key, "text": rec.text.strip()[:EVIDENCE_CHARS]})
+            self._hit(rule.id, rank, loc, rec.text)
+
+    def on_late_startup_record(self, rec, rank, loc):
+        """A startup record after the acceptance point: the finding of LATE_STARTUP_RULE (its text redacted)."""
+        self._hit(LATE_STARTUP_RULE, rank, loc, rec.text, redact=True)
+
+    def _hit(self, rule_id, rank, loc, text, redact=False):
+        hit = self.hits.get(rule_id)
+        if hit is None:
+            hit = self.hits[rule_id] = {"count": 0, "per_rank": {}, "evidence": []}
+        hit["count"] += 1
+        key = rank or "main"
+        if key in hit["per_rank"] or len(hit["per_rank"]) < MAX_RANKS:
+            hit["per_rank"][key] = hit["per_rank"].get(key, 0) + 1
+        if len(hit["evidence"]) < self.max_evidence:
+            # only the evidence kept is redacted (a late record may be a dump holding the API key)
+            text = text.strip()[:EVIDENCE_CHARS]
+            hit["evidence"].append({"line": loc, "rank": key, "text": redact_text(text) if redact else text})
 
     def evidence_locations(self):
         return [ev["line"] for hit in self.hits.values() for ev in hit["evidence"]]
@@ -359,7 +386,7 @@ class RuleMatcher(object):
     def findings(self, line_of, rank_key):
         """(findings, failed rule ids) in rule order."""
         findings, failed = [], []
-        for rule in self.rules:
+        for rule in list(self.rules) + [Rule(dict(spec, pattern="$^")) for spec in STATE_RULES]:
             hit = self.hits.get(rule.id)
             if hit is None:
                 continue

@@ -127,7 +127,8 @@ notes:
     (FP8 KV cache, error), V(kv_dtype_set_by_model),
     V(moe_default_kernel_config) (info), V(cuda_out_of_memory), V(not_enough_memory), V(no_kernel_image),
     V(scheduler_exception), V(child_process_failed), V(rank_load_mismatch), V(health_check_failed),
-    V(cli_argument_error), V(kv_pool_full), V(weight_not_loaded).
+    V(cli_argument_error), V(kv_pool_full), V(weight_not_loaded); and V(startup_record_after_ready) (warning), a startup
+    record after the server accepted requests, which is never a fact (see C(docs/audit.md)).
 seealso:
   - name: SGLang server arguments
     description: The C(--kv-cache-dtype) option and the other flags the dump shows.

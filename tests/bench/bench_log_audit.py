@@ -4,9 +4,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark of the SGLang log audit against grep on a large, realistic log.
 
-Writes a log of the requested size (real SGLang line formats: a TP8 startup block with the
-server_args dump, per-rank weight/KV-pool lines and the FP8 scale warning, then decode, prefill and
-HTTP access lines with rank prefixes; the server restarts every ~100 MiB), then prints:
+Writes a log of the requested size with the fact density of a real one: the server restarts every ~30 MiB (each
+start a real startup block up to the server's acceptance point, taken in turn from the real logs of
+tests/fixtures/real-sglang and tests/fixtures/sglang-logs, or a TP8 block with the server_args dump, per-rank
+weight/KV-pool lines and the FP8 scale warning), about 3% of the other lines come from those real logs (their
+startup records, warnings, errors and tracebacks with their frames), the rest are decode, prefill and HTTP access
+lines with rank prefixes. Then it prints:
 
 - the wall and CPU time of the parser (run in a child process) and its peak RSS (the child's own ru_maxrss at the
   end), next to the RSS of the same interpreter with the modules imported and nothing read (the baseline);
@@ -82,20 +85,56 @@ def startup_lines(ts):
     return lines
 
 
+REAL_LOGS = sorted((ROOT / "tests" / "fixtures" / "real-sglang").glob("*.log")) + sorted(
+    (ROOT / "tests" / "fixtures" / "sglang-logs").glob("*.log"))
+_ACCEPTANCE_RE = re.compile(r"INFO:\s+(?:Application startup complete|Uvicorn running on )|\] The server is fired up")
+# share of the lines, outside the startup blocks, taken from the real logs
+REAL_SHARE = 0.03
+RESTART_EVERY = 30 << 20
+
+
+def real_material():
+    """(startup blocks: each real log up to and with its acceptance point, pieces: every line of the real logs that holds a
+    literal the parser keys on, with the indented lines after it (at most 12; a traceback's frames all, then its exception line))."""
+    sys.path.insert(0, str(COLLECTIONS))
+    from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import prefilter_literals
+    literals = [lit for lit in prefilter_literals() if lit is not None]
+    blocks, pieces = [], []
+    for path in REAL_LOGS:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        cut = next((n for n, line in enumerate(lines) if _ACCEPTANCE_RE.search(line)), None)
+        if cut is not None:
+            blocks.append(lines[:cut + 1])
+        for n, line in enumerate(lines):
+            if any(lit in line for lit in literals):
+                whole = "Traceback (most recent call last)" in line     # a traceback is taken to its exception line
+                end = n + 1
+                while end < len(lines) and (whole or end - n < 12) and lines[end][:1] in (" ", "\t"):
+                    end += 1
+                if whole and end < len(lines):
+                    end += 1
+                pieces.append(lines[n:end])
+    return blocks, pieces
+
+
 def write_log(path, size_bytes, seed=20261130):
     """Write about size_bytes of log to path."""
     rng = random.Random(seed)
-    restart_every = 100 << 20
-    written, next_restart = 0, 0
+    blocks, pieces = real_material()
+    written, next_restart, starts = 0, 0, 0
     day, sec = 0, 0
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         while written < size_bytes:
             buf = []
             ts = "2026-11-%02d %02d:%02d:%02d" % (1 + day % 28, sec // 3600 % 24, sec // 60 % 60, sec % 60)
             if written >= next_restart:
-                buf.extend(startup_lines(ts))
-                next_restart += restart_every
+                buf.extend(blocks[starts % len(blocks)] if starts % (len(blocks) + 1) else startup_lines(ts))
+                starts += 1
+                next_restart += RESTART_EVERY
             for dummy in range(2000):
+                if rng.random() < REAL_SHARE:
+                    buf.extend(rng.choice(pieces))
+                    continue
                 sec += 1
                 if sec % 86400 == 0:
                     day += 1

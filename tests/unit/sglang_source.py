@@ -55,7 +55,7 @@ def srt_dir():
 
 @functools.lru_cache(maxsize=None)
 def parse(path):
-    return ast.parse(pathlib.Path(path).read_text(encoding="utf-8"), filename=str(path))
+    return ast.parse(pathlib.Path(path).read_text(encoding="utf-8-sig"), filename=str(path))
 
 
 def _placeholder(spec):
@@ -122,3 +122,159 @@ def message_regexes(path):
 def printed_by(path, message):
     """Whether the file has a format string that prints exactly this message."""
     return any(r.fullmatch(message) for r in message_regexes(path))
+
+
+# ----------------------------------------------------------------------------------------------
+# SGLang 0.5.16, the release that ran on the H200: its Python source, unpacked by tests/lab/bin/fetch-sglang-source
+
+RELEASE_0_5_16 = "0.5.16"
+
+
+def srt_dir_0_5_16():
+    """sglang/srt of SGLang 0.5.16's wheel (source only, never imported)."""
+    base = ROOT / ".cache" / "sglang-0.5.16-source"
+    versions = [p.name[len("sglang-"):-len(".dist-info")] for p in base.glob("sglang-*.dist-info")]
+    if versions != [RELEASE_0_5_16] or not (base / "sglang" / "srt").is_dir():
+        pytest.fail("no SGLang %s source under %s: run make setup (tests/lab/bin/fetch-sglang-source %s)"
+                    % (RELEASE_0_5_16, base, base))
+    return base / "sglang" / "srt"
+
+
+# ----------------------------------------------------------------------------------------------
+# Where a client value reaches a log call
+#
+# The rule, per function of sglang/srt: a name holds a client value when it is a parameter annotated with a
+# request class (a class of managers/io_struct.py, the scheduler's Req, FastAPI's Request) or named recv_req, obj
+# or raw_request, or when it is assigned or looped over from an expression using such a name in the same function.
+# A site is a log call (logger.<level>, logging.<level>, print, or a function of the same file that hands its
+# parameter to one, such as RequestLogger._log) or a raise of an exception (the HTTP server and
+# the scheduler log the text of the exceptions a request raises) with an argument that uses a client name other
+# than only through len(), int(), float(), bool(), type() or isinstance(). Its format is the first argument as
+# written (ast.unparse); it writes the client value raw unless every client value is formatted with !r or %r.
+
+LOG_METHODS = ("debug", "info", "warning", "warn", "error", "critical", "exception", "log")
+LOGGER_NAMES = ("logger", "logging", "log")
+CLIENT_PARAMS = ("recv_req", "obj", "raw_request")
+_OPAQUE_CALLS = ("len", "int", "float", "bool", "type", "isinstance")
+
+
+def _annotation_names(node):
+    if node is None:
+        return set()
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return set(re.findall(r"\w+", node.value))
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def request_classes(srt):
+    """Names of the request classes: the classes of managers/io_struct.py, the scheduler's Req, FastAPI's Request."""
+    tree = parse(srt / "managers" / "io_struct.py")
+    return frozenset(n.name for n in tree.body if isinstance(n, ast.ClassDef)) | {"Req", "Request"}
+
+
+def _client_uses(node, tainted):
+    """Whether node uses a client name other than only inside len(), int() and the like."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _OPAQUE_CALLS:
+        return False
+    if isinstance(node, ast.Name):
+        return node.id in tainted
+    return any(_client_uses(child, tainted) for child in ast.iter_child_nodes(node))
+
+
+def _escaped(node, tainted):
+    """Whether every client value in a log call's arguments is printed with repr (!r in an f-string, %r)."""
+    fmt = node.args[0] if isinstance(node, ast.Call) and node.args else None
+    if isinstance(fmt, ast.JoinedStr):
+        fields = [v for v in fmt.values if isinstance(v, ast.FormattedValue) and _client_uses(v.value, tainted)]
+        rest = [a for a in node.args[1:] if _client_uses(a, tainted)]
+        return bool(fields) and not rest and all(v.conversion == ord("r") for v in fields)
+    if isinstance(fmt, ast.Constant) and isinstance(fmt.value, str):
+        specs = re.findall(r"%[-#0 +\d.]*([sdrfgixX])", fmt.value)
+        args = node.args[1:]
+        used = [specs[i] for i, a in enumerate(args) if i < len(specs) and _client_uses(a, tainted)]
+        return bool(used) and all(s in "rdfgixX" for s in used)
+    return False
+
+
+def _is_log_call(node):
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr in LOG_METHODS and isinstance(f.value, ast.Name) and f.value.id in LOGGER_NAMES:
+        return True
+    return isinstance(f, ast.Name) and f.id == "print"
+
+
+def _log_wrappers(tree):
+    """Names of the file's functions that hand a parameter to a log call (RequestLogger._log: ``target.info(msg)``)."""
+    names = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = {a.arg for a in fn.args.args if a.arg != "self"}
+            for call in ast.walk(fn):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LOG_METHODS
+                        and any(isinstance(a, ast.Name) and a.id in params for a in call.args)):
+                    names.add(fn.name)
+    return names
+
+
+def _sink(node, wrappers=()):
+    """'log', 'raise' or None."""
+    if isinstance(node, ast.Call):
+        if _is_log_call(node):
+            return "log"
+        f = node.func
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" and f.attr in wrappers) or \
+                (isinstance(f, ast.Name) and f.id in wrappers):
+            return "log"
+    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+        return "raise"
+    return None
+
+
+def client_log_sites(srt):
+    """[(file, function, format, raw)] of every site of the rule above in sglang/srt, in file and line order."""
+    classes = request_classes(srt)
+    # only files that can hold such a parameter are parsed (a fifth of them): a client name or an annotation naming a class
+    may_hold = re.compile(r"\b(?:%s)\b|:[\w\[\], .\"'\s|]*\b(?:%s)\b" % ("|".join(CLIENT_PARAMS), "|".join(sorted(classes))))
+    out = []
+    for path in sorted(srt.rglob("*.py")):
+        if not may_hold.search(path.read_text(encoding="utf-8-sig")):
+            continue
+        tree = parse(path)
+        wrappers = _log_wrappers(tree)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+            tainted = {a.arg for a in params if a.arg in CLIENT_PARAMS or _annotation_names(a.annotation) & classes}
+            if not tainted:
+                continue
+            flows, sinks = [], []
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                    source, targets = node.value, node.targets if isinstance(node, ast.Assign) else [node.target]
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    source, targets = node.iter, [node.target]
+                else:
+                    kind = _sink(node, wrappers)
+                    if kind is not None:
+                        sinks.append((kind, node))
+                    continue
+                flows.append(({n.id for n in ast.walk(source) if isinstance(n, ast.Name)}, source,
+                              {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}))
+            grown = True
+            while grown:
+                grown = False
+                for names, source, targets in flows:
+                    if targets - tainted and names & tainted and _client_uses(source, tainted):
+                        tainted |= targets
+                        grown = True
+            for kind, node in sinks:
+                call = node.exc if kind == "raise" else node
+                args = list(call.args) + [k.value for k in call.keywords]
+                if not any(_client_uses(a, tainted) for a in args):
+                    continue
+                fmt = ast.unparse(call.args[0]) if call.args else ast.unparse(call)
+                if kind == "raise":
+                    fmt = "raise %s(%s)" % (ast.unparse(call.func), fmt)
+                out.append((path.relative_to(srt).as_posix(), fn.name, fmt, not _escaped(call, tainted), node.lineno))
+    return [site[:4] for site in sorted(out, key=lambda s: (s[0], s[4]))]

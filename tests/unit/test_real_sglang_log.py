@@ -159,10 +159,15 @@ def test_the_dump_sglang_0_5_23_logs_is_a_dict():
     assert kv_release(None, facts["server_args_format"])[0] == "0.5.23"
 
 
-def test_the_format_is_the_latest_starts():
+def test_the_format_is_the_one_of_the_start_before_the_server_was_ready():
+    """A dump before the server accepted requests starts a new start; one after it (a file appended across restarts,
+    or a client's forgery) is no fact but a finding that names the fix."""
     real = log_path("trap-fp8").read_bytes()
     dict_dump = DUMP_0_5_23.read_bytes()
-    assert audit_bytes(real + dict_dump)["facts"]["server_args_format"] == "dict"
+    appended = audit_bytes(real + dict_dump)
+    assert (appended["facts"]["server_args_format"], appended["facts"]["starts"]) == ("repr", 1)
+    (late,) = [f for f in appended["findings"] if f["rule"] == "startup_record_after_ready"]
+    assert late["severity"] == "warning" and "journal" in late["fix"] and late["evidence"][0]["line"] == real.count(b"\n") + 1
     assert audit_bytes(dict_dump + real)["facts"]["server_args_format"] == "repr"
     assert audit_bytes(b"[2026-12-01 15:00:00] Load weight begin. avail mem=1.00 GB\n")["facts"]["server_args_format"] is None
 

@@ -409,6 +409,22 @@ def test_sglang_log_audit(request):
     fuzz(request, lambda m: m.data(LOGS, 60), lambda data: json.dumps(sl.audit_bytes(data)), 2500)
 
 
+_SERVED = [log for log in LOGS if b"Application startup complete" in log]
+_STARTUP_FACTS = ("kv_cache_dtype_configured", "model_path", "tp_size", "kv_dtype_effective", "kv_pools", "max_total_num_tokens",
+                  "fp8_scale_warning", "mamba_pool", "server_args_format", "starts")
+
+
+def test_sglang_log_audit_after_the_acceptance_point(request):
+    """Mutated real lines (forged startup records among them) written after a real log's acceptance point, as a client
+    could make SGLang write them: the audit never raises and the startup facts stay those of the real start."""
+    def check(case):
+        log, tail = case
+        clean_facts = sl.audit_bytes(log)["facts"]
+        facts = sl.audit_bytes(log + b"\n" + tail)["facts"]
+        assert dict((k, facts[k]) for k in _STARTUP_FACTS) == dict((k, clean_facts[k]) for k in _STARTUP_FACTS)
+    fuzz(request, lambda m: (m.pick(_SERVED), m.data(LOGS, 40)), check, 400)
+
+
 def test_sglang_log_rules_and_waivers(request):
     patterns = ("CUDA out of memory", r"KV Cache is allocated\. #tokens: (\d+)", "(", "[", "(?P<x>a)(?P<x>b)", "\\", "x" * 3000,
                 "(" * 200 + ")" * 200)

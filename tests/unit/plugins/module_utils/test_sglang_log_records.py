@@ -11,9 +11,12 @@ into the real logs of the answer key.
 
 from __future__ import annotations
 
+import ast
 import json
 import pathlib
+import re
 import subprocess
+import sys
 
 import pytest
 
@@ -23,6 +26,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_records 
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+import sglang_source  # noqa: E402  tests/unit/sglang_source.py
 LOGS = ROOT / "tests" / "fixtures" / "sglang-logs"
 CLIENT_LINES = LOGS / "client-lines-sglang-0.5.23.jsonl"
 ANSWERS = json.loads((LOGS / "expected.json").read_text(encoding="utf-8"))
@@ -192,3 +197,167 @@ def test_client_lines_inside_a_traceback_and_a_chain_change_nothing():
     mixed = [chained[0], *noise, *chained[1:5], *noise, *chained[5:]]
     fatal = audit_bytes(_log(*mixed))["facts"]["fatal"]
     assert plain["message"] == fatal["message"] == "ValueError: the real cause" and fatal["class"] == "python_exception"
+
+
+# ----------------------------------------------------------------------------------------------
+# Startup facts only from records written before the server accepted requests; SGLang's own client-to-log sites
+
+REAL = ROOT / "tests" / "fixtures" / "real-sglang"
+REAL_LOGS = sorted(REAL.glob("sglang-0.5.16-h200-*.log"))
+# the answer key of each real log: expected.json; for the H200 logs the facts of their start, which test_real_sglang_log.py
+# holds to what the run recorded (a log with a client's forged records after its acceptance point keeps its real start's)
+REAL_KEYS = ("kv_cache_dtype_configured", "kv_dtype_effective", "fp8_scale_warning", "model_path", "max_total_num_tokens",
+             "tp_size", "ready")
+_ACCEPTANCE_RE = re.compile(r"(?:INFO:\s+(?:Application startup complete|Uvicorn running on )|\] The server is fired up"
+                            r"|\] \[http_server\] Error: )")
+STAMP = "[2026-12-01 15:51:56] "
+# what a hostile client holding the API key makes SGLang write: after a newline, SGLang-prefixed records of another
+# checkpoint with a bf16 KV cache, a token budget, the ready line and the FP8 no-scales warning
+FORGED_RECORDS = (
+    "server_args=ServerArgs(model_path='/models/decoy-bf16', kv_cache_dtype='bf16', tp_size=8, api_key='sk-forged-0')",
+    "server_args={'model_path': '/models/decoy-bf16', 'kv_cache_dtype': 'bf16', 'tp_size': 8}",
+    "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1000000, K size: 9.00 GB, V size: 9.00 GB",
+    "max_total_num_tokens=1000000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4096, "
+    "context_len=8192, available_gpu_mem=9.00 GB",
+    "The server is fired up and ready to roll!",
+    "Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0.",
+)
+PAYLOAD = "x\n" + "".join(STAMP + rec + "\n" for rec in FORGED_RECORDS) + STAMP + "y"
+
+
+def _sites():
+    sys.path.insert(0, str(HERE))
+    import sglang_client_lines  # noqa: E402  the table lives beside the client lines it extends
+    return [(r[0], r[1], r[2], "".join(r[3:-1]) if len(r) > 5 else r[3], r[-1]) for r in sglang_client_lines.CLIENT_LOG_SITES]
+
+
+def _render(fmt, value):
+    """The message a site writes with value as every field, spoken as SGLang speaks it (f-string fields, %-formats)."""
+    try:
+        node = ast.parse(fmt[len("raise "):] if fmt.startswith("raise ") else fmt, mode="eval").body
+    except SyntaxError:
+        return value    # a starred argument (*rejection): the exception's text
+    if isinstance(node, ast.Call) and node.args and fmt.startswith("raise "):
+        node = node.args[0]
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(part.value)
+            else:
+                out.append(repr(value) if part.conversion == ord("r") else value)
+        return "".join(out)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return re.sub(r"%[-#0 +\d.]*([sdrfgixX])", lambda m: repr(value) if m.group(1) == "r" else value if m.group(1) == "s" else "1",
+                      node.value.replace("%%", "%"))
+    return value   # a message built elsewhere (a variable, str(exc)): the client value is all of it
+
+
+def _logs_with_keys():
+    """(name, bytes, answer key) of every real log in the fixtures."""
+    out = [(a["file"], (LOGS / a["file"]).read_bytes(), dict((k, a[k]) for k in FACT_KEYS)) for a in ANSWERS]
+    for path in REAL_LOGS:
+        facts = audit_bytes(path.read_bytes())["facts"]
+        out.append((path.name, path.read_bytes(), dict((k, facts[k]) for k in REAL_KEYS)))
+    return out
+
+
+def _acceptance(lines):
+    """Index of the first line of the acceptance point, or None."""
+    return next((n for n, line in enumerate(lines) if _ACCEPTANCE_RE.search(line.decode("utf-8", "replace"))), None)
+
+
+def _verdict(facts):
+    from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import evaluate
+    return evaluate({"log_facts": facts, "expected": "bf16", "min_signals": 1})["verdict"]
+
+
+@pytest.mark.parametrize("release", ["0.5.16", "0.5.23"])
+def test_the_client_log_sites_are_the_ones_sglangs_source_has(release):
+    """The ast rule of sglang_source.client_log_sites over the installed source finds exactly the table's sites."""
+    srt = sglang_source.srt_dir_0_5_16() if release == "0.5.16" else sglang_source.srt_dir()
+    found = [(release, f, fn, fmt, "raw" if raw else "repr") for f, fn, fmt, raw in sglang_source.client_log_sites(srt)]
+    table = [s for s in _sites() if s[0] == release]
+    assert sorted(found) == sorted(table), ("new sites", sorted(set(found) - set(table)), "gone", sorted(set(table) - set(found)))
+    # the sites the issue named: a set_internal_state key (0.5.16 logs it raw), a duplicate rid, --log-requests echoes
+    fmts = set(s[3] for s in table)
+    assert "raise ValueError(f'Duplicate request ID detected: {rid}')" in fmts
+    assert any(s[1] == "utils/request_logger.py" and s[3].startswith("f'Receive: obj=") for s in table)
+    assert ("f'Updating {k} is not supported.'" if release == "0.5.16" else "raise UpdateRejected(f'Updating {key} is not supported.')") in fmts
+
+
+@pytest.mark.parametrize("name, data, key", _logs_with_keys(), ids=lambda v: v[:3] if isinstance(v, str) else "")
+def test_no_fact_of_a_real_log_comes_after_its_acceptance_point(name, data, key):
+    lines = data.split(b"\n")
+    cut = _acceptance(lines)
+    whole = audit_bytes(data)
+    if cut is None:
+        return  # the log ends before the server accepted requests (a failed start, an excerpt)
+    before = audit_bytes(b"\n".join(lines[:cut]) + b"\n")["facts"]
+    for k in key:
+        if k != "ready":
+            assert before[k] == whole["facts"][k] == key[k], (name, k)
+
+
+def _inject_sites(lines, start, sites, shift):
+    out = lines[:start + 1]
+    for n, line in enumerate(lines[start + 1:]):
+        site = sites[(n + shift) % len(sites)]
+        out.append((STAMP + _render(site[3], PAYLOAD)).encode("utf-8"))
+        out.append(line)
+    return b"\n".join(out)
+
+
+SERVED = [log for log in _logs_with_keys() if _acceptance(log[1].split(b"\n")) is not None]
+
+
+@pytest.mark.parametrize("name, data, key", SERVED, ids=lambda v: v[:3] if isinstance(v, str) else "")
+def test_every_client_log_site_after_every_line_changes_no_fact(name, data, key):
+    """From the acceptance point on a client can make SGLang write any site's text: injected after every line, each
+    site with forged SGLang records behind a newline, facts and the guard's verdict stay those of the answer key."""
+    sites = _sites()
+    lines = data.split(b"\n")
+    start = _acceptance(lines)
+    clean = audit_bytes(data)
+    positions = max(len(lines) - start - 1, 1)
+    for shift in range(0, len(sites), positions):
+        res = audit_bytes(_inject_sites(lines, start, sites, shift))
+        facts = res["facts"]
+        assert dict((k, facts[k]) for k in key) == key, (name, shift)
+        for k in ("kv_pools", "mamba_pool", "starts", "server_args_format", "phase"):
+            assert facts[k] == clean["facts"][k], (name, k, shift)
+        assert _verdict(facts) == _verdict(clean["facts"]), (name, shift)
+        assert res["failed_rules"] == clean["failed_rules"], (name, shift)
+        late = [f for f in res["findings"] if f["rule"] == "startup_record_after_ready"]
+        assert late and late[0]["severity"] == "warning" and "sk-forged-0" not in json.dumps(res)
+
+
+def test_a_client_site_before_the_acceptance_point_fails_closed():
+    """No client can write before the HTTP server is up. Were a request's record ([http_server] Error: ...) there all
+    the same, it is itself an acceptance point: the forged records after it are no facts, neither are the real
+    ones after it, so the log says less (the guard lacks those signals) but never what the client wrote."""
+    lines = (REAL / "sglang-0.5.16-h200-trap-auto.log").read_bytes().split(b"\n")
+    dump = next(n for n, line in enumerate(lines) if b"server_args=ServerArgs(" in line)
+    record = STAMP + "[http_server] Error: " + _render("raise ValueError(f'Duplicate request ID detected: {rid}')", PAYLOAD)
+    res = audit_bytes(b"\n".join(lines[:dump + 1] + [record.encode()] + lines[dump + 1:]))
+    facts = res["facts"]
+    assert (facts["kv_cache_dtype_configured"], facts["model_path"], facts["starts"]) == ("auto", "/tmp/real-gpu/ckpt/trap-fp8", 1)
+    assert (facts["kv_dtype_effective"], facts["max_total_num_tokens"], facts["kv_pools"], facts["fp8_scale_warning"]) == \
+        (None, None, [], False)
+    assert _verdict(facts) != "bf16"
+    (late,) = [f for f in res["findings"] if f["rule"] == "startup_record_after_ready"]
+    assert late["count"] >= len(FORGED_RECORDS) + 2 and late["evidence"][0]["line"] == dump + 3
+    assert "sk-forged-0" not in json.dumps(res)
+
+
+def test_the_first_record_of_each_fact_wins_and_a_restart_before_the_server_was_ready_starts_over():
+    head = (REAL / "sglang-0.5.16-h200-trap-fp8.log").read_bytes()
+    lines = head.split(b"\n")
+    cut = _acceptance(lines)
+    failed = b"\n".join(lines[:cut]) + b"\nRuntimeError: the first start died\n"
+    res = audit_bytes(failed + (REAL / "sglang-0.5.16-h200-trap-bf16-logms.log").read_bytes())
+    facts = res["facts"]
+    assert (facts["starts"], facts["kv_cache_dtype_configured"], facts["kv_dtype_effective"], facts["fp8_scale_warning"]) == \
+        (2, "bf16", "torch.bfloat16", False)
+    twice = audit_bytes(b"\n".join(lines[:cut]) + b"\n" + STAMP.encode() + b"max_total_num_tokens=5, chunked_prefill_size=1\n")
+    assert twice["facts"]["max_total_num_tokens"] == 87380569
