@@ -49,6 +49,8 @@ SPLIT_BREAKS = ("line-max", "nul")
 # Text kept from PID 1's messages about one invocation (a stop that killed many processes stays far below).
 PID1_TEXT_BYTES = 1 << 20
 _HEX32 = frozenset("0123456789abcdef")
+# Unit types: a name without one of these suffixes is a service to systemctl, and journald records it so.
+UNIT_SUFFIXES = (".service", ".socket", ".target", ".device", ".mount", ".automount", ".swap", ".timer", ".path", ".slice", ".scope")
 
 
 class JournalError(ValueError):
@@ -72,12 +74,17 @@ def _check_invocation(invocation_id):
                            "prints it)" % (invocation_id,))
 
 
+def full_unit_name(unit):
+    """The unit's name as journald records it in _SYSTEMD_UNIT: systemctl reads "sglang-qwen" as sglang-qwen.service."""
+    return unit if unit.endswith(UNIT_SUFFIXES) else unit + ".service"
+
+
 def unit_output(journalctl, unit, invocation_id=None, after_cursor=None, since=None):
     """(argv, required fields) that read what the unit's processes printed to stdout/stderr.
 
     With invocation_id: that invocation only; without (the unit's whole journal): every invocation's.
     """
-    require = [("_SYSTEMD_UNIT", unit), ("_TRANSPORT", "stdout")]
+    require = [("_SYSTEMD_UNIT", full_unit_name(unit)), ("_TRANSPORT", "stdout")]
     if invocation_id is not None:
         _check_invocation(invocation_id)
         require.insert(0, ("_SYSTEMD_INVOCATION_ID", invocation_id))

@@ -48,6 +48,10 @@ def test_argv_asks_journald_for_the_trusted_fields():
                     "--after-cursor", "s=1;i=2", "--since", "-1h"]
     assert require == [("_SYSTEMD_INVOCATION_ID", INVOCATION), ("_SYSTEMD_UNIT", UNIT), ("_TRANSPORT", "stdout")]
     assert j.unit_output("journalctl", UNIT)[1] == [("_SYSTEMD_UNIT", UNIT), ("_TRANSPORT", "stdout")]
+    # systemctl takes a name without a type as a service; journald records the full name
+    assert j.unit_output("journalctl", "sglang-qwen")[1][0] == ("_SYSTEMD_UNIT", "sglang-qwen.service")
+    assert j.unit_output("journalctl", "sglang@0")[1][0] == ("_SYSTEMD_UNIT", "sglang@0.service")
+    assert j.unit_output("journalctl", "sglang.scope")[1][0] == ("_SYSTEMD_UNIT", "sglang.scope")
     argv, require = j.pid1_messages("journalctl", INVOCATION)
     assert argv[1:5] == ["_PID=1", "_UID=0", "_TRANSPORT=journal", "INVOCATION_ID=" + INVOCATION]
     for bad in ("", "A" * 32, "a" * 31, "a" * 31 + "\n", "../" + "a" * 29, 7):
