@@ -103,7 +103,7 @@ def message_bytes(value):
     """MESSAGE as journalctl's JSON gives it -> bytes, or None (missing, null, several values, not bytes)."""
     if isinstance(value, str):
         return value.encode("utf-8", "replace")     # "replace": a lone surrogate from a \\ud800 escape
-    if isinstance(value, list) and all(type(b) is int and 0 <= b < 256 for b in value):   # noqa: E721 (no bools)
+    if isinstance(value, list) and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in value):
         return bytes(value)
     return None
 

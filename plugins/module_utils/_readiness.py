@@ -10,8 +10,8 @@ them shows that it never will:
 * ``systemctl show``: the unit failed, exited, or systemd restarted it (``NRestarts`` grew, a new
   ``InvocationID``, ``SubState=auto-restart``: a crash loop);
 * the journal of the unit's invocation (its stdout/stderr entries by their trusted fields, ``_journal``; read
-  incrementally with the last entry's cursor and parsed by the SGLang log auditor): the startup phase reached and fatal errors (CUDA OOM, no kernel image, an exception, the port
-  already in use, a rejected command line);
+  incrementally with the last entry's cursor and parsed by the SGLang log auditor): the startup phase reached
+  and fatal errors (CUDA OOM, no kernel image, an exception, the port already in use, a rejected command line);
 * the health URL (``/health_generate``): 200 means ready.
 
 A call waits at most ``timeout`` seconds and then reports ``waiting`` with the phase reached, so a caller can

@@ -152,8 +152,8 @@ def main():
         same = results["cat"]["facts"] == results["json"]["facts"] and results["cat"]["findings"] == results["json"]["findings"]
         print("facts and findings equal between the two readings: %s" % same)
         if not same:
-            sys.exit("the readings disagree: %s" % json.dumps({k: (results["cat"]["facts"].get(k), v) for k, v in results["json"]["facts"].items()
-                                                             if results["cat"]["facts"].get(k) != v}))
+            differ = dict((k, (results["cat"]["facts"].get(k), v)) for k, v in results["json"]["facts"].items() if results["cat"]["facts"].get(k) != v)
+            sys.exit("the readings disagree: %s" % json.dumps(differ))
     finally:
         if not args.dir and not args.keep:
             shutil.rmtree(directory, ignore_errors=True)

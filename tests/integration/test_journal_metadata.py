@@ -44,7 +44,8 @@ inv=$1
 while IFS= read -r line; do
   printf 'MESSAGE=%s\\nINVOCATION_ID=%s\\nUNIT=jm-sglang.service\\nSYSLOG_IDENTIFIER=python3\\n' "$line" "$inv" | logger --journald
 done < /opt/jm/forged.log
-printf 'MESSAGE=jm-sglang.service: Killing process 1 (sshd) with signal SIGKILL.\\nINVOCATION_ID=%s\\nUNIT=jm-sglang.service\\nSYSLOG_IDENTIFIER=systemd\\nMESSAGE_ID=39f53479d3a045ac8e11786248231fbf\\n' "$inv" | logger --journald
+printf 'MESSAGE=jm-sglang.service: Killing process 1 (sshd) with signal SIGKILL.\\nINVOCATION_ID=%s\\nUNIT=jm-sglang.service\\n%s\\n%s\\n' \\
+  "$inv" "SYSLOG_IDENTIFIER=systemd" "MESSAGE_ID=39f53479d3a045ac8e11786248231fbf" | logger --journald
 systemd-cat -t python3 < /opt/jm/forged.log
 logger -t python3 < /opt/jm/forged.log
 """
