@@ -25,9 +25,10 @@ $(BIN)/ansible-playbook: requirements.txt
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
-host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, nftables, zstd, rsync)
-	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null && command -v rsync >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync; }
+host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, nftables, zstd, rsync, systemd-journal-remote)
+	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null && command -v rsync >/dev/null \
+	  && [ -x /lib/systemd/systemd-journal-remote ] || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync systemd-journal-remote; }
 
 setup: host-packages $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
 	tests/lab/bin/install-collections
@@ -74,6 +75,7 @@ build-check: setup ## Build the collection, install it into an empty path, use i
 bench: security-report ## Benchmarks (printed numbers), after the lab's security report
 	python tests/bench/bench_log_audit.py --size-mb $${BENCH_LOG_MB:-1024}
 	python tests/bench/bench_wait_ready.py --size-mb $${BENCH_LOG_MB:-1024}
+	python tests/bench/bench_journal.py --size-mb $${BENCH_JOURNAL_MB:-1024}
 	python tests/bench/bench_sgl_kernel.py --repeat 3
 	python tests/bench/bench_cuda_binary.py --repeat 3
 	python tests/bench/bench_scale.py $(BENCH_SCALE_ARGS)

@@ -9,9 +9,9 @@ them shows that it never will:
 
 * ``systemctl show``: the unit failed, exited, or systemd restarted it (``NRestarts`` grew, a new
   ``InvocationID``, ``SubState=auto-restart``: a crash loop);
-* the journal of the unit's invocation (read incrementally with a cursor and parsed by the SGLang log
-  auditor): the startup phase reached and fatal errors (CUDA OOM, no kernel image, an exception, the port
-  already in use, a rejected command line);
+* the journal of the unit's invocation (its stdout/stderr entries by their trusted fields, ``_journal``; read
+  incrementally with the last entry's cursor and parsed by the SGLang log auditor): the startup phase reached
+  and fatal errors (CUDA OOM, no kernel image, an exception, the port already in use, a rejected command line);
 * the health URL (``/health_generate``): 200 means ready.
 
 A call waits at most ``timeout`` seconds and then reports ``waiting`` with the phase reached, so a caller can
@@ -20,7 +20,7 @@ holds across calls.
 
 ``stop_unit`` stops the unit the way systemd does (SIGTERM to the whole control group, SIGKILL after
 ``TimeoutStopSec``) and then proves that no process of it survived, naming each process that had to be
-killed or that is still there.
+killed (from PID 1's own journal messages about the invocation) or that is still there.
 
 Standard library only; no Ansible imports. Runs on the managed host (Python 3.9+).
 """
@@ -32,6 +32,8 @@ import re
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, UrlError, parse_base_url, request
+from ansible_collections.llmops.sglang.plugins.module_utils._journal import (
+    JournalError, JournalReader, pid1_messages, pid1_text, unit_output)
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream as stream_output
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor
@@ -53,8 +55,6 @@ LATE_LOG_READS = 3
 LATE_LOG_DELAY = 0.3
 # After a fatal log line, how long the process may take to die, so the cause includes what systemd did.
 FATAL_GRACE = 3.0
-# journalctl --show-cursor ends its output with "-- cursor: s=...;i=...;b=...;m=...;t=...;x=..." (about 200 bytes)
-CURSOR_LINE_BYTES = 4096
 
 _LINE_PREFIX_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:(?:ERROR|WARNING|INFO|CRITICAL):\s+)?")
 _KILL_RE = re.compile(r"Killing process (\d+) \((.*?)\) with signal SIGKILL")
@@ -141,66 +141,54 @@ def unit_summary(state):
 # the journal of one invocation
 
 
-def split_cursor(data):
-    """journalctl --show-cursor output -> (log bytes, cursor or None); the cursor is the last line."""
-    marker = b"-- cursor: "
-    stripped = data.rstrip(b"\n")
-    cut = stripped.rfind(b"\n") + 1
-    if stripped[cut:].startswith(marker):
-        return data[:cut], stripped[cut + len(marker):].decode("ascii", "replace").strip()
-    return data, None
-
-
 class JournalTracker(object):
     """Follows the journal of one invocation of a unit and keeps the SGLang log audit of it current.
 
-    Each update reads only what was written after the last cursor (``--after-cursor``), streamed into the
-    log audit chunk by chunk: memory stays bounded however large the journal grows. ``stream(argv, sink)``
-    runs journalctl and hands its output to sink; it returns (rc, stderr text).
+    The journal is read with entry metadata (``_journal``): only the unit's stdout/stderr lines of this
+    invocation reach the audit. Each update reads only the entries after the last one read (``--after-cursor``
+    with the last entry's ``__CURSOR``), streamed into the audit chunk by chunk: memory stays bounded however
+    large the journal grows. ``stream(argv, sink)`` runs journalctl and hands its output to sink; it returns
+    (rc, stderr text).
     """
 
-    def __init__(self, stream, journalctl, invocation_id):
+    def __init__(self, stream, journalctl, invocation_id, unit):
         self.stream = stream
         self.journalctl = journalctl
         self.invocation_id = invocation_id
+        self.unit = unit
         self.auditor = LogAuditor()
-        self.cursor = None
         self.error = None
-        self.bytes = 0
-        self._tail = b""        # the output's last line so far: the cursor line ends the output
+        self.reader = None
+        try:
+            self._require = unit_output(journalctl, unit, invocation_id)[1]
+        except JournalError as exc:
+            self._require, self.error = None, str(exc)
+            return
+        self.reader = JournalReader(self.auditor.feed, self._require)
 
-    def _sink(self, data):
-        # hold the last line back until more follows: at the end of the output it is the cursor
-        data = self._tail + data
-        cut = data.rfind(b"\n", 0, len(data) - 1) + 1
-        if len(data) - cut > CURSOR_LINE_BYTES:
-            cut = len(data)     # too long for a cursor line
-        self._tail = data[cut:]
-        if cut:
-            self.bytes += cut
-            self.auditor.feed(data[:cut])
+    @property
+    def cursor(self):
+        return self.reader.cursor if self.reader is not None else None
+
+    @property
+    def bytes(self):
+        return self.reader.bytes if self.reader is not None else 0
 
     def update(self):
-        argv = [self.journalctl, "_SYSTEMD_INVOCATION_ID=" + self.invocation_id, "-o", "cat", "--no-pager", "--show-cursor"]
-        if self.cursor:
-            argv += ["--after-cursor", self.cursor]
-        self._tail = b""
-        before = self.bytes
+        if self.reader is None:
+            return
+        argv = unit_output(self.journalctl, self.unit, self.invocation_id, after_cursor=self.reader.cursor)[0]
+        before = self.reader.entries
         try:
-            rc, err = self.stream(argv, self._sink)
+            rc, err = self.stream(argv, self.reader.feed)
         except (OSError, UnitError) as exc:
             self.error = str(exc)
             return
-        body, cursor = split_cursor(self._tail)
-        self._tail = b""
-        if body:
-            self.bytes += len(body)
-            self.auditor.feed(body)
-        if cursor:
-            self.cursor = cursor
+        finally:
+            self.reader.finish()
         if rc != 0:
             # journalctl exits 1 without a word when nothing matches yet
-            if not (rc == 1 and self.bytes == before and not err):
+            if not (rc == 1 and self.reader.entries == before and not err):
                 self.error = "journalctl failed (rc=%d): %s" % (rc, err or "no error output")
             return
         self.error = None
@@ -225,7 +213,8 @@ class JournalTracker(object):
         progress = self.auditor.progress()
         return {"fatal": self.fatal(), "ready_line": progress["ready"], "kv_dtype_effective": progress["kv_dtype_effective"],
                 "kv_cache_dtype_configured": progress["kv_cache_dtype_configured"],
-                "max_total_num_tokens": progress["max_total_num_tokens"], "bytes_read": self.bytes, "error": self.error}
+                "max_total_num_tokens": progress["max_total_num_tokens"], "bytes_read": self.bytes, "error": self.error,
+                "journal": self.reader.stats() if self.reader is not None else None}
 
 
 def _stream_through(run):
@@ -353,7 +342,7 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
 
         if tracker is None and invocation_id:
             tracker = JournalTracker(stream or (stream_output if run is run_command else _stream_through(run)), journalctl,
-                                     invocation_id)
+                                     invocation_id, unit)
         if tracker is not None:
             tracker.update()
             last_phase = tracker.phase
@@ -545,10 +534,15 @@ def stop_unit(unit, check_mode=False, timeout=None, systemctl="systemctl", journ
 
     by_pid = dict((p["pid"], p) for p in procs)
     if out["invocation_id"]:
-        # systemd's own messages about this invocation carry INVOCATION_ID (no leading underscore)
-        for attempt in range(LATE_LOG_READS + 1):
-            rc, data, err = run([journalctl, "INVOCATION_ID=" + out["invocation_id"], "-o", "cat", "--no-pager"])
-            text = data.decode("utf-8", "replace") if rc == 0 else ""
+        # systemd's own messages about this invocation: PID 1's, by the trusted _PID/_UID (INVOCATION_ID= alone
+        # is a field any local user can send with logger --journald)
+        try:
+            argv, require = pid1_messages(journalctl, out["invocation_id"])
+        except JournalError:
+            argv = None
+        for attempt in range(LATE_LOG_READS + 1 if argv else 0):
+            rc, data, err = run(argv)
+            text = pid1_text(data, require) if rc == 0 else ""
             timed = _TIMED_OUT_RE.search(text)
             out["timed_out_state"] = timed.group(1) if timed else None
             out["killed"] = []

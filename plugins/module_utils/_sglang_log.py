@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.llmops.sglang.plugins.module_utils._journal import read as read_journal
 from ansible_collections.llmops.sglang.plugins.module_utils._process import CHUNK_BYTES, stream
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_facts import (
     FATAL_CLASSES, PHASES, StartFacts, TracebackTracker)
@@ -32,7 +33,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules im
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import DEFAULT_MAX_LINE_BYTES, LineScanner
 
 __all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "LogAuditError", "LogAuditor", "audit_bytes", "audit_command",
-           "audit_path", "audit_stream", "build_rules", "prefilter_literals")
+           "audit_journal", "audit_path", "audit_stream", "build_rules", "prefilter_literals")
 
 # Literals every interesting line contains (on top of one literal per rule): one per keyed line, and the
 # markers of lines that end a start without an SGLang record (exception text, CUDA errors).
@@ -209,6 +210,18 @@ def audit_command(argv, chunk_bytes=CHUNK_BYTES, **kwargs):
     auditor = LogAuditor(**kwargs)
     rc, err = stream(argv, auditor.feed, chunk_bytes=chunk_bytes)
     return rc, err, auditor.finish()
+
+
+def audit_journal(argv, require, chunk_bytes=CHUNK_BYTES, **kwargs):
+    """Run a ``journalctl -o json`` argv (``_journal.unit_output``) and audit the messages of the entries whose
+    trusted fields match require, while it streams. Returns (rc, the head of its standard error, result); the
+    result's ``stats.journal`` counts the entries read and those left out, by reason (``_journal.JournalReader``).
+    """
+    auditor = LogAuditor(**kwargs)
+    rc, err, reader = read_journal(lambda args, sink: stream(args, sink, chunk_bytes=chunk_bytes), argv, require, auditor.feed)
+    result = auditor.finish()
+    result["stats"]["journal"] = reader.stats()
+    return rc, err, result
 
 
 def audit_bytes(data, **kwargs):

@@ -17,6 +17,14 @@ description:
   - For a unit only the current invocation is read by default (its C(InvocationID), see O(invocation)), so
     warnings printed before a restart with fixed flags cannot fail a play, and a warning of the running
     server always shows.
+  - The journal is read with each entry's metadata (C(journalctl -o json --output-fields=...)), and only the entries
+    the unit's processes wrote to stdout/stderr are audited, judged by fields journald sets itself
+    (C(_SYSTEMD_INVOCATION_ID), C(_SYSTEMD_UNIT), C(_TRANSPORT=stdout), C(_PID)). Entries sent with C(logger),
+    C(systemd-cat) or C(logger --journald) by any local user, syslog and kernel messages, and fields such as
+    C(INVOCATION_ID=), C(SYSLOG_IDENTIFIER=), C(MESSAGE_ID=) or C(UNIT=) decide nothing. The rest of a line that
+    journald cut at its C(LineMax) (48 KiB by default; C(_LINE_BREAK=line-max)) or at a NUL byte is a new entry that
+    starts with whatever the writer printed there, a client's prompt for instance; it is never read as a record, only
+    counted (RV(stats.journal)).
   - The log is streamed in chunks with constant memory; over-long lines keep their head and the rest is
     counted. A line is only parsed when it holds one of the audit's key literals, so a log of many GB of
     decode/prefill/HTTP lines is read at about the speed of C(grep).
@@ -54,9 +62,9 @@ options:
     description:
       - V(current) reads only the unit's current (or last) invocation, found with
         C(systemctl show --property=InvocationID -- UNIT) and read with
-        C(journalctl _SYSTEMD_INVOCATION_ID=<id> -o cat --no-pager).
-      - V(all) reads the unit's whole journal (C(journalctl -u UNIT -o cat --no-pager)); facts then describe the
-        latest server start in it, findings cover all of it.
+        C(journalctl _SYSTEMD_INVOCATION_ID=<id> _SYSTEMD_UNIT=UNIT _TRANSPORT=stdout -o json --all --no-pager).
+      - V(all) reads the unit's whole journal (C(journalctl _SYSTEMD_UNIT=UNIT _TRANSPORT=stdout -o json --all --no-pager));
+        facts then describe the latest server start in it, findings cover all of it.
       - Only used with O(unit).
     type: str
     choices: [current, all]
@@ -64,6 +72,7 @@ options:
   since:
     description:
       - Passed to C(journalctl --since), for example C(-1h) or C(2026-11-30 10:00). Only used with O(unit).
+      - An entry just after the cut that continues a line cut at C(LineMax) before it is read as a line.
     type: str
   rules:
     description:
@@ -286,6 +295,16 @@ stats:
     C(dropped_bytes) not parsed because of that limit, C(kv_pools_dropped) beyond the list limit.
   returned: always
   type: dict
+  contains:
+    journal:
+      description:
+        - With O(unit) only. C(entries) read from journalctl, C(kept) (the lines audited), C(continuations) (the rest
+          of a line journald cut at C(LineMax) or at a NUL, never audited), C(oversized) (JSON lines over 1 MiB,
+          skipped), C(malformed), C(no_message), and C(mismatched) (entries left out, per trusted field that differed).
+      type: dict
+      returned: when O(unit) is given
+      sample: {"entries": 5210, "kept": 5204, "continuations": 2, "oversized": 0, "malformed": 0, "no_message": 0,
+               "mismatched": {"_SYSTEMD_INVOCATION_ID": 0, "_SYSTEMD_UNIT": 0, "_TRANSPORT": 4}}
 """
 
 import os
@@ -294,7 +313,8 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_command, audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils._journal import unit_output
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_journal, audit_path
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
 
 _INVOCATION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -308,6 +328,7 @@ def _clean(items):
 def _journal_command(module, unit, invocation, since):
     journalctl = module.get_bin_path("journalctl", required=True)
     source = {"unit": unit, "invocation": invocation}
+    inv = None
     if invocation == "current":
         try:
             inv = show(unit, ["InvocationID"], module.get_bin_path("systemctl")).get("InvocationID", "")
@@ -320,17 +341,13 @@ def _journal_command(module, unit, invocation, since):
             module.fail_json(msg="systemctl returned %r as the invocation id of %s, not a 128-bit hex id; "
                                  "use invocation=all with this systemd." % (inv, unit))
         source["invocation_id"] = inv
-        cmd = [journalctl, "_SYSTEMD_INVOCATION_ID=%s" % inv, "-o", "cat", "--no-pager"]
-    else:
-        cmd = [journalctl, "-u", unit, "-o", "cat", "--no-pager"]
-    if since:
-        cmd += ["--since", since]
-    return cmd, source
+    cmd, require = unit_output(journalctl, unit, inv, since=since)
+    return cmd, require, source
 
 
-def _audit_journal(module, cmd, kwargs):
+def _audit_journal(module, cmd, require, kwargs):
     try:
-        rc, err, result = audit_command(cmd, **kwargs)
+        rc, err, result = audit_journal(cmd, require, **kwargs)
     except OSError as exc:
         module.fail_json(msg=to_native(exc))
     if rc != 0:
@@ -391,8 +408,8 @@ def main():
                 check_unit_name(unit)
             except SystemdError as exc:
                 module.fail_json(msg=to_native(exc))
-            cmd, source = _journal_command(module, unit, p["invocation"], p["since"])
-            result = _audit_journal(module, cmd, kwargs)
+            cmd, require, source = _journal_command(module, unit, p["invocation"], p["since"])
+            result = _audit_journal(module, cmd, require, kwargs)
     except LogAuditError as exc:
         module.fail_json(msg=to_native(exc))
 

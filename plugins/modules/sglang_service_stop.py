@@ -18,6 +18,9 @@ description:
   - A process that ignored SIGTERM and had to be killed (a surviving child, for example a scheduler process) is
     named with its pid and command line from systemd's own journal messages of that invocation; by default that
     is a warning, with O(fail_on_kill=true) a failure.
+  - systemd's own messages are told by the fields journald sets (C(_PID=1), C(_UID=0), C(_TRANSPORT=journal)); an
+    entry with C(INVOCATION_ID=) or C(SYSLOG_IDENTIFIER=systemd) sent by any other process (C(logger --journald))
+    changes nothing in the report.
   - A process still alive after the stop (stuck in the kernel, or moved out of the group) always fails the task,
     since it may still hold GPU memory.
   - Values of secret flags (C(--api-key)) are masked in the command lines returned.

@@ -15,9 +15,12 @@ description:
   - Polls, once per O(interval), the unit's state (C(systemctl show)), the journal of its current invocation
     (parsed by the same SGLang log parser as M(llmops.sglang.log_audit)) and the health URL (C(/health_generate),
     which runs a one-token generation).
-  - Each poll reads only the journal written since the last one (C(journalctl --show-cursor --after-cursor)), streamed
-    into the parser in 1 MiB chunks, so memory stays bounded however large the journal grows. Request lines and
-    prompts echoed into the journal never count as a phase or a fatal cause.
+  - Each poll reads only the journal written since the last one (C(journalctl -o json --after-cursor) with the last
+    entry's C(__CURSOR)), streamed into the parser in 1 MiB chunks, so memory stays bounded however large the journal
+    grows. Request lines and prompts echoed into the journal never count as a phase or a fatal cause.
+  - Only the entries the unit's processes wrote to stdout/stderr are parsed, judged by fields journald sets itself
+    (C(_SYSTEMD_INVOCATION_ID), C(_SYSTEMD_UNIT), C(_TRANSPORT=stdout)); entries any local user can send (C(logger),
+    C(systemd-cat)) and the rest of a line journald cut at C(LineMax) never count.
   - Succeeds with RV(status=ready) once the health URL answers 200.
   - Fails at once, without waiting out the budget, when the unit failed or exited, when systemd restarted it
     (a crash loop - C(NRestarts) grew, a new C(InvocationID) or C(SubState=auto-restart)), or when the log shows a
@@ -79,7 +82,8 @@ options:
     type: float
     default: 5.0
 notes:
-  - Reads the journal with C(journalctl _SYSTEMD_INVOCATION_ID=<id>), so only the invocation being waited for counts.
+  - Reads the journal with C(journalctl _SYSTEMD_INVOCATION_ID=<id> _SYSTEMD_UNIT=UNIT _TRANSPORT=stdout -o json), so only
+    the invocation being waited for counts.
 seealso:
   - module: llmops.sglang.log_audit
   - module: llmops.sglang.sglang_service_stop
@@ -156,7 +160,8 @@ health:
   type: dict
 log:
   description: What the journal showed - C(fatal), C(ready_line), C(kv_dtype_effective), C(kv_cache_dtype_configured),
-    C(max_total_num_tokens), C(bytes_read), C(error); null when the unit had no invocation.
+    C(max_total_num_tokens), C(bytes_read) (of journalctl's JSON), C(error), and C(journal) (entries read, kept, and left
+    out by reason, as M(llmops.sglang.log_audit)'s C(stats.journal)); null when the unit had no invocation.
   returned: always
   type: dict
 invocation_id:

@@ -5,10 +5,10 @@
 """Benchmark of sglang_wait_ready's journal reads: polls x bytes read, and peak RSS, on a large journal.
 
 The journal (the log of tests/bench/bench_log_audit.py, 1 GiB by default) grows by an equal share before
-each poll; journalctl is tests/unit/fake_journalctl.py behind a wrapper (it serves what follows
-``--after-cursor`` and logs what it served). The readiness tracker runs in a child process, as the module
+each poll; journalctl is tests/unit/fake_journalctl.py behind a wrapper (it serves the entries after
+``--after-cursor`` as journald's JSON and logs the journal bytes it served). The readiness tracker runs in a child process, as the module
 does: each poll reads with ``--after-cursor`` and feeds the log audit chunk by chunk. Printed: bytes per
-poll, the total against the journal's size (each byte read once) and against what re-reading the journal
+poll (of JSON), the journal bytes served against the journal's size (each byte read once) and against what re-reading the journal
 from its start on every poll would cost, the wall time, and the child's peak RSS next to its RSS with the
 modules imported and nothing read.
 
@@ -38,7 +38,7 @@ sys.path.insert(0, sys.argv[1])
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
 from ansible_collections.llmops.sglang.plugins.module_utils._readiness import JournalTracker
 base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-tracker = JournalTracker(stream, sys.argv[2], "0" * 32)
+tracker = JournalTracker(stream, sys.argv[2], "0" * 32, "sglang.service")
 polls = []
 t0 = time.perf_counter()
 for dummy in range(int(sys.argv[3])):
@@ -92,8 +92,8 @@ def main():
             print("  poll %2d: %s, read %7.1f MiB (journal offsets %d..%d) in %.2f s, phase %s"
                   % (n, " ".join(call["argv"][-2:]) if "--after-cursor" in call["argv"] else "from the start",
                      poll["bytes"] / mib, call["from"], call["to"], poll["seconds"], poll["phase"]))
-        print("read %.1f MiB in total for a %.1f MiB journal (journalctl served %.1f MiB); re-reading from the start on "
-              "every poll would read %.1f MiB" % (read / mib, size / mib, served / mib, rereading / mib))
+        print("read %.1f MiB of JSON in total for a %.1f MiB journal (journalctl served %.1f MiB of it); re-reading from the "
+              "start on every poll would serve %.1f MiB" % (read / mib, size / mib, served / mib, rereading / mib))
         print("tracker: %.2f s in its polls, %.2f s wall with start-up" % (report["elapsed"], wall))
         print("tracker peak RSS: %.1f MiB (the interpreter with the modules imported: %.1f MiB; the polls added %.1f MiB)"
               % (report["rss_peak_kb"] / 1024.0, report["rss_base_kb"] / 1024.0,

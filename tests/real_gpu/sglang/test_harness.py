@@ -83,24 +83,28 @@ def test_readiness_reads_the_unit_and_its_journal_through_the_stand_in(unit, tmp
                      systemctl=os.path.join(bindir, "systemctl"), journalctl=os.path.join(bindir, "journalctl"), http=http)
     assert got["status"] == "ready", got
     assert got["invocation_id"] == "0123456789abcdef0123456789abcdef"
-    # the whole real log came through journalctl's stand-in, cursor and all
+    # the whole real log came through journalctl's stand-in as journal entries, cursor and all
     log = got["log"]
-    assert (log["bytes_read"], log["error"], log["ready_line"]) == (LOG.stat().st_size, None, True)
+    lines = LOG.read_bytes().count(b"\n")
+    assert (log["journal"]["entries"], log["journal"]["kept"], log["error"], log["ready_line"]) == (lines, lines, None, True)
     assert (log["kv_cache_dtype_configured"], log["kv_dtype_effective"], log["max_total_num_tokens"]) == \
         ("bf16", "torch.bfloat16", 43690284)
     assert got["unit"]["active_state"] == "active"
-    assert stand_in("journalctl", units, "_SYSTEMD_INVOCATION_ID=ffff", "-o", "cat").returncode == 1
+    assert stand_in("journalctl", units, "_SYSTEMD_INVOCATION_ID=ffff", "-o", "json", "--output-fields=MESSAGE").returncode == 1
 
 
 def test_journalctl_stand_in_resumes_after_its_cursor(unit):
     units = unit[0]
-    first = stand_in("journalctl", units, "_SYSTEMD_INVOCATION_ID=0123456789abcdef0123456789abcdef", "-o", "cat",
-                     "--no-pager", "--show-cursor").stdout
-    body, cursor = first.rsplit(b"-- cursor: ", 1)
-    assert body == LOG.read_bytes() and int(cursor) == LOG.stat().st_size
-    again = stand_in("journalctl", units, "_SYSTEMD_INVOCATION_ID=0123456789abcdef0123456789abcdef", "-o", "cat",
-                     "--after-cursor", cursor.strip().decode())
+    query = ("_SYSTEMD_INVOCATION_ID=0123456789abcdef0123456789abcdef", "_SYSTEMD_UNIT=sglang-rg.service", "_TRANSPORT=stdout",
+             "-o", "json", "--output-fields=MESSAGE,_SYSTEMD_INVOCATION_ID,_SYSTEMD_UNIT,_TRANSPORT,_PID,_LINE_BREAK", "--all")
+    first = [json.loads(line) for line in stand_in("journalctl", units, *query).stdout.splitlines()]
+    assert "".join(e["MESSAGE"] + "\n" for e in first).encode() == LOG.read_bytes()
+    assert ";i=%x;" % LOG.stat().st_size in first[-1]["__CURSOR"]
+    again = stand_in("journalctl", units, *query, "--after-cursor", first[-1]["__CURSOR"])
     assert again.returncode == 1 and again.stdout == b""
+    # systemd's own messages: none without systemd
+    assert stand_in("journalctl", units, "_PID=1", "INVOCATION_ID=0123456789abcdef0123456789abcdef", "-o", "json",
+                    "--output-fields=MESSAGE").returncode == 1
 
 
 @pytest.mark.parametrize("name", [n for n in run.SCENARIOS if (FIXTURES / ("sglang-0.5.16-h200-%s.result.json" % n)).exists()])

@@ -2,11 +2,14 @@
 
 The GPU machine has no systemd, but `sglang_wait_ready` and the `audit` role's guard read a unit: its state
 and ExecStart (`systemctl show`) and the journal of its current invocation (`journalctl
-_SYSTEMD_INVOCATION_ID=ID -o cat`). run.py starts each server with setsid, its output appended to a log
-file, and writes UNITS/NAME.json ({pid, argv, env, log, invocation_id, start_monotonic_us}); called as
-`systemctl` or `journalctl` (run.py puts both names first on PATH; RG_TOOL says which), this script
-answers from that record: the unit is active while its process lives, ExecStart is the argv, the journal is the log file
-(cursor = byte offset). Only what the collection asks is answered; anything else exits 2 with the reason.
+_SYSTEMD_INVOCATION_ID=ID _SYSTEMD_UNIT=UNIT _TRANSPORT=stdout -o json --output-fields=...`). run.py starts each
+server with setsid, its output appended to a log file, and writes UNITS/NAME.json ({pid, argv, env, log,
+invocation_id, start_monotonic_us}); called as `systemctl` or `journalctl` (run.py puts both names first on PATH;
+RG_TOOL says which), this script answers from that record: the unit is active while its process lives, ExecStart is
+the argv, the journal is the log file as journald 252 gives a unit's stdout: one JSON entry per line, a line longer
+than LineMax (48 KiB) cut into entries marked `_LINE_BREAK=line-max` as journald cuts it, a message that is not
+printable UTF-8 as an array of bytes, the cursor's `i=` the byte offset. There is no PID 1 here: its messages
+(`_PID=1`) are no entries. Only what the collection asks is answered; anything else exits 2 with the reason.
 UNITS is $RG_UNITS.
 """
 
@@ -86,31 +89,43 @@ def systemctl(args):
     return 0
 
 
+LINE_MAX = 49152
+
+
+def printable(data):
+    """journald's rule for a string in JSON: valid UTF-8 without control characters but tab and newline."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if any((ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F for c in text) else text
+
+
 def journalctl(args):
-    invocation, cursor, show_cursor, unit = None, 0, False, None
+    matches, cursor, fields = {}, 0, None
     rest = list(args)
     while rest:
         arg = rest.pop(0)
-        if arg.startswith("_SYSTEMD_INVOCATION_ID="):
-            invocation = arg.split("=", 1)[1]
+        if arg.split("=", 1)[0] in ("_SYSTEMD_INVOCATION_ID", "_SYSTEMD_UNIT", "_TRANSPORT", "_PID", "_UID", "INVOCATION_ID"):
+            matches[arg.split("=", 1)[0]] = arg.split("=", 1)[1]
         elif arg == "--after-cursor":
-            cursor = int(rest.pop(0))
-        elif arg == "--show-cursor":
-            show_cursor = True
-        elif arg == "-u":
-            unit = rest.pop(0)
+            cursor = int(rest.pop(0).split(";i=", 1)[1].split(";", 1)[0], 16)
+        elif arg.startswith("--output-fields="):
+            fields = arg.split("=", 1)[1].split(",")
         elif arg == "-o":
-            if rest.pop(0) != "cat":
-                return fail("journalctl stand-in: only -o cat is answered")
-        elif arg != "--no-pager":
+            if rest.pop(0) != "json":
+                return fail("journalctl stand-in: only -o json is answered")
+        elif arg not in ("--no-pager", "--all"):
             return fail("journalctl stand-in: argument %s is not answered" % arg)
-    rec = load(unit) if unit else None
-    if invocation:
-        for name in sorted(os.listdir(units_dir())):
-            cand = load(name[:-len(".json")]) if name.endswith(".json") else None
-            if cand and cand["invocation_id"] == invocation:
-                rec = cand
-    if rec is None:
+    if fields is None:
+        return fail("journalctl stand-in: --output-fields= is needed")
+    rec = None
+    for name in sorted(os.listdir(units_dir())):
+        cand = load(name[:-len(".json")]) if name.endswith(".json") else None
+        if cand and cand["invocation_id"] == matches.get("_SYSTEMD_INVOCATION_ID"):
+            rec, unit = cand, name[:-len(".json")] + ".service"
+    if rec is None or matches.get("_PID") == "1" or matches.get("_SYSTEMD_UNIT", unit) != unit \
+            or matches.get("_TRANSPORT", "stdout") != "stdout":
         return 1      # journalctl: no entries, no words
     with open(rec["log"], "rb") as fh:
         fh.seek(cursor)
@@ -119,10 +134,22 @@ def journalctl(args):
     data = data[:data.rfind(b"\n") + 1]
     if not data:
         return 1
+    known = {"_SYSTEMD_INVOCATION_ID": rec["invocation_id"], "_SYSTEMD_UNIT": unit, "_TRANSPORT": "stdout",
+             "_PID": str(rec["pid"]), "_UID": "0", "_STREAM_ID": rec["invocation_id"]}
     out = sys.stdout.buffer
-    out.write(data)
-    if show_cursor:
-        out.write(b"-- cursor: %d\n" % (cursor + len(data)))
+    pos = 0
+    while pos < len(data):
+        end = data.index(b"\n", pos)
+        cut = min(end, pos + LINE_MAX)
+        message = data[pos:cut]
+        values = dict(known, MESSAGE=printable(message) if printable(message) is not None else list(message))
+        if cut < end:
+            values["_LINE_BREAK"] = "line-max"
+        pos = cut if cut < end else end + 1
+        entry = {"__CURSOR": "s=rg;i=%x;b=rg;m=0;t=0;x=0" % (cursor + pos), "__REALTIME_TIMESTAMP": "0",
+                 "__MONOTONIC_TIMESTAMP": "0", "_BOOT_ID": "0" * 32}
+        entry.update((k, values[k]) for k in fields if k in values)
+        out.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
     return 0
 
 

@@ -55,6 +55,8 @@ TOOLKIT = _jsons("gpu/*/cuda_toolkit_info*.json")
 SERVER_INFO = _jsons("server-info/*.json")
 TOOL_OUTPUTS = _texts("tool-outputs/*.txt")
 SSE = [p.read_bytes() for p in _files("tool-outputs/*.sse")]
+# journalctl -o json entries recorded from journald 252 (a unit's stdout, PID 1's messages, forged client entries).
+JOURNAL = [json.loads(line) for p in _files("tool-outputs/journal/*.jsonl") for line in p.read_text(encoding="utf-8").splitlines()]
 # Lines of the real logs that the KV parsers read.
 KV_LINES = [line for log in LOGS for line in log.decode("utf-8", "replace").splitlines()
             if "KV Cache is allocated" in line or "max_total_num_tokens" in line]
@@ -68,7 +70,7 @@ METRICS = ['# HELP sglang:num_running_reqs The number of running requests.\n# TY
 for _name, _samples in (("sglang-logs", LOGS), ("nvidia-smi outputs", SMI), ("cuobjdump outputs", CUOBJDUMP),
                         ("configs", CONFIGS), ("quant configs", QUANT), ("safetensors shards", SAFETENSORS),
                         ("router answers", ROUTER), ("gpu_info results", GPU_INFO), ("tool outputs", TOOL_OUTPUTS),
-                        ("chat streams", SSE)):
+                        ("chat streams", SSE), ("journal entries", JOURNAL)):
     assert _samples, "no %s under tests/fixtures: the fuzz suite starts from them" % _name
 
 

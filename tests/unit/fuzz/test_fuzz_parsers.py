@@ -27,6 +27,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit
 from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
 from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_preflight as gp
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
+from ansible_collections.llmops.sglang.plugins.module_utils import _journal as jr
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
@@ -39,7 +40,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log a
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd as systemd
 
 from .corpus import (
-    CMAKE, CONFIGS, CUOBJDUMP, FIXTURES, GPU_INFO, INDEXES, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI,
+    CMAKE, CONFIGS, CUOBJDUMP, FIXTURES, GPU_INFO, INDEXES, JOURNAL, KV_LINES, LOGS, METRICS, NVCC, QUANT, ROUTER, SAFETENSORS, SERVER_INFO, SMI,
     SSE, TOOL_OUTPUTS, TOOLKIT)
 from .harness import clean, fuzz
 
@@ -460,9 +461,44 @@ def test_readiness_parsers(request):
         rd.clean_line(text)
         systemd.parse_show(text)
         rd.parse_timespan(text)
-        rd.split_cursor(data)
     fuzz(request, lambda m: (m.text(SHOW + LOGS, 40), [m.pick(("--api-key", "--hf-token=x", "--api-k", "sk-1", m.junk()))
                                                        for _i in range(m.r.randrange(6))], m.data(LOGS, 20)), check, 3000)
+
+
+UNIT_REQUIRE = jr.unit_output("journalctl", "jm-record.service", "71476cfdbad141eb89a82e1fa7cc8e24")[1]
+PID1_REQUIRE = jr.pid1_messages("journalctl", "71476cfdbad141eb89a82e1fa7cc8e24")[1]
+
+
+def test_journal_reader(request):
+    """journalctl -o json output made of mutated real entries (values of other types, MESSAGE as bytes, arrays, nested,
+    missing fields), random lines and bytes, fed in chunks cut anywhere: the reader keeps bounded state and never raises."""
+    def build(m):
+        lines = []
+        for _i in range(m.r.randrange(12)):
+            if m.chance(6):
+                lines.append(m.data(LOGS, 3))
+            else:
+                lines.append(json.dumps(m.json(JOURNAL), ensure_ascii=m.chance(2)).encode("utf-8", "surrogatepass"))
+        data = b"\n".join(lines) + (b"\n" if m.chance(2) else b"")
+        cuts = sorted(m.r.randrange(len(data) + 1) for _i in range(m.r.randrange(5)))
+        return data, cuts, m.pick((64, 4096, jr.MAX_ENTRY_BYTES)), m.pick((UNIT_REQUIRE, PID1_REQUIRE))
+
+    def check(case):
+        data, cuts, max_entry, require = case
+        got = []
+        reader = jr.JournalReader(got.append, require, max_entry_bytes=max_entry, batch_bytes=256)
+        last = 0
+        for cut in cuts + [len(data)]:
+            reader.feed(data[last:cut])
+            last = cut
+        reader.finish()
+        stats = reader.stats()
+        assert stats["kept"] + stats["continuations"] + stats["malformed"] + stats["no_message"] + sum(stats["mismatched"].values()) \
+            + stats["oversized"] == stats["entries"]
+        assert sum(chunk.count(b"\n") for chunk in got) >= stats["kept"]
+        assert reader.cursor is None or isinstance(reader.cursor, str)
+        jr.pid1_text(data, PID1_REQUIRE)
+    fuzz(request, build, check, 3000)
 
 
 def test_readiness_url_port(request):

@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 
+import fake_journalctl
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as r
@@ -34,13 +36,15 @@ class FakeSystem(object):
     """systemctl show / stop and journalctl as seen by _readiness, driven by the number of polls.
 
     states: list of property dicts, one per `systemctl show` call (the last one repeats).
-    journal: bytes of the invocation's journal; lines_per_poll of them become visible per show call.
+    journal: bytes the invocation's processes wrote; lines_per_poll lines of them become visible per show call,
+    served as journalctl's JSON entries (tests/unit/fake_journalctl.py). pid1: systemd's messages, one a line.
     """
 
     def __init__(self, clock, states, journal=b"", lines_per_poll=10 ** 9, health=None, pid1=b""):
         self.clock = clock
         self.states = states
-        self.lines = journal.splitlines(True)
+        self.journal = journal
+        self.line_ends = [i + 1 for i, c in enumerate(journal) if c == 10]
         self.lines_per_poll = lines_per_poll
         self.health = health or (lambda poll: (503, None))
         self.pid1 = pid1
@@ -64,13 +68,15 @@ class FakeSystem(object):
                 self.on_stop()
             return 0, b"", ""
         if argv[0] == "journalctl" and argv[1].startswith("_SYSTEMD_INVOCATION_ID="):
-            visible = min(len(self.lines), self.lines_per_poll * self.shows)
-            start = int(argv[argv.index("--after-cursor") + 1]) if "--after-cursor" in argv else 0
-            if visible == 0:
-                return 0, b"", ""
-            return 0, b"".join(self.lines[start:visible]) + b"-- cursor: %d\n" % visible, ""
-        if argv[0] == "journalctl" and argv[1].startswith("INVOCATION_ID="):
-            return 0, self.pid1, ""
+            lines = min(len(self.line_ends), self.lines_per_poll * self.shows)
+            visible = self.line_ends[lines - 1] if lines else 0
+            matches, fields, start = fake_journalctl.parse_argv(argv)
+            return 0, fake_journalctl.to_json(self.journal[start:visible], start, fields, fake_journalctl.known_fields(matches)), ""
+        if argv[0] == "journalctl" and argv[1] == "_PID=1":
+            matches, fields, start = fake_journalctl.parse_argv(argv)
+            if self.pid1.startswith(b"{"):
+                return 0, self.pid1, ""     # recorded journalctl output
+            return 0, fake_journalctl.pid1_json(self.pid1, matches["INVOCATION_ID"], fields), ""
         raise AssertionError("unexpected command %r" % argv)
 
     def http(self, url, timeout):
@@ -107,14 +113,6 @@ def test_timespans():
     assert r.parse_timespan("5s") == 5.0
     assert r.parse_timespan("infinity") is None
     assert r.parse_timespan("") is None
-
-
-def test_split_cursor_keeps_log_and_cursor_apart():
-    body, cursor = r.split_cursor(b"line one\nline two\n-- cursor: s=ab;i=3\n")
-    assert body == b"line one\nline two\n"
-    assert cursor == "s=ab;i=3"
-    assert r.split_cursor(b"just a log line\n") == (b"just a log line\n", None)
-    assert r.split_cursor(b"") == (b"", None)
 
 
 def test_secret_values_are_masked():
@@ -355,6 +353,25 @@ def test_stop_names_the_child_systemd_had_to_kill(tmp_path):
     assert secret not in repr(out) and secret not in text
 
 
+def test_stop_report_reads_only_pid1s_messages(tmp_path, fixtures_dir):
+    # journald 252's answer to `journalctl INVOCATION_ID=<id> -o json` on a lab host after `systemctl stop` of a unit
+    # whose child ignored SIGTERM, while user nobody sent `logger --journald` entries with that INVOCATION_ID=, and
+    # SYSLOG_IDENTIFIER=systemd: one of them says systemd killed PID 1 (sshd)
+    recorded = (fixtures_dir / "tool-outputs" / "journal" / "invocation-id-252.jsonl").read_bytes()
+    assert b"Killing process 1 (sshd)" in recorded and b"Killing process 137 (python3)" in recorded
+    clock = Clock()
+    inv = "71476cfdbad141eb89a82e1fa7cc8e24"
+    before = unit_state(clock, InvocationID=inv, TimeoutStopUSec="2s")
+    after = unit_state(clock, InvocationID=inv, ActiveState="failed", SubState="failed", Result="timeout", TimeoutStopUSec="2s")
+    empty = tmp_path / "proc"
+    empty.mkdir()
+    system = FakeSystem(clock, [before, after], pid1=recorded)
+    out = r.stop_unit(UNIT, run=system.run, proc_root=str(empty), clock=clock, sleep=clock.sleep)
+    assert [p["pid"] for p in out["killed"]] == [137] and out["timed_out_state"] == "final-sigterm"
+    query = [c for c in system.calls if c[0] == "journalctl"][0]
+    assert query[1:6] == ["_PID=1", "_UID=0", "_TRANSPORT=journal", "INVOCATION_ID=" + inv, "-o"]
+
+
 def test_stop_reports_a_process_that_survived(tmp_path):
     make_proc(tmp_path, {400: (CGROUP, ["python3", "stuck"], [])})
     clock = Clock()
@@ -400,28 +417,25 @@ DECODE = (b"[2026-11-30 12:10:00 TP0] Decode batch, #running-req: 12, #full toke
 
 
 class StreamedJournal(object):
-    """journalctl as a stream: the journal grows between polls, the cursor counts lines; chunks of chunk bytes."""
+    """journalctl -o json as a stream: the journal grows between polls, entries cut into chunks of chunk bytes."""
 
     def __init__(self, pieces, chunk=1 << 20):
-        self.pieces = pieces        # per poll: an iterable of byte blocks written since the last poll
+        self.pieces = pieces        # per poll: an iterable of byte blocks (whole lines) written since the last poll
         self.chunk = chunk
         self.polls = []
         self.written = 0
+        self.json_bytes = 0
 
     def __call__(self, argv, sink):
-        after = int(argv[argv.index("--after-cursor") + 1]) if "--after-cursor" in argv else 0
+        matches, fields, after = fake_journalctl.parse_argv(argv)
         assert after == self.written, "a poll starts where the last one ended"
         self.polls.append(argv)
-        sent = 0
         for block in self.pieces[len(self.polls) - 1]:
-            self.written += block.count(b"\n")
-            for i in range(0, len(block), self.chunk):
-                sink(block[i:i + self.chunk])
-                sent += 1
-        cursor = b"-- cursor: %d\n" % self.written
-        # the cursor line may arrive cut in two
-        sink(cursor[:5])
-        sink(cursor[5:])
+            data = fake_journalctl.to_json(block, self.written, fields, fake_journalctl.known_fields(matches))
+            self.written += len(block)
+            self.json_bytes += len(data)
+            for i in range(0, len(data), self.chunk):
+                sink(data[i:i + self.chunk])
         return 0, ""
 
 
@@ -431,32 +445,37 @@ def test_each_poll_reads_only_the_new_journal_with_bounded_memory(logs):
     start = logs("001-qwq32b-tp4-l4-ready-2025-03.log")
     head = start[:start.index(b"[2025-03-08 12:29:21 TP0] Capture cuda graph begin")]
     tail = start[len(head):]
-    noise = DECODE * ((1 << 20) // len(DECODE))
-    journal = StreamedJournal([[head], (noise for dummy in range(96)), [tail]], chunk=64 << 10)
-    tracker = r.JournalTracker(journal, "journalctl", "a" * 32)
+    noise = DECODE * ((64 << 10) // len(DECODE))
+    journal = StreamedJournal([[head], (noise for dummy in range(160)), [tail]], chunk=64 << 10)
+    tracker = r.JournalTracker(journal, "journalctl", "a" * 32, UNIT)
     tracker.update()
-    assert tracker.phase == "kv_pool_allocated" and tracker.cursor == str(head.count(b"\n"))
+    assert tracker.phase == "kv_pool_allocated" and ";i=%x;" % len(head) in tracker.cursor
     tracemalloc.start()
-    tracker.update()           # 96 MiB of decode lines
+    tracker.update()           # 10 MiB of decode lines (about 26 MiB of JSON, over three times the bound)
     dummy, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 8 << 20, "a poll holds at most a chunk and a line, not the journal (peak %d bytes)" % peak
-    assert tracker.bytes == len(head) + 96 * len(noise)
     tracker.update()
     facts = tracker.facts()
     assert tracker.phase == "ready" and facts["ready_line"] and facts["max_total_num_tokens"] == 46611 and facts["error"] is None
     assert [("--after-cursor" in argv) for argv in journal.polls] == [False, True, True]
-    assert tracker.bytes == len(start) + 96 * len(noise)
+    assert tracker.bytes == facts["bytes_read"] == journal.json_bytes
+    lines = start.count(b"\n") + 160 * noise.count(b"\n")
+    assert facts["journal"]["entries"] == facts["journal"]["kept"] == lines
 
 
-def test_the_journal_streams_from_a_real_journalctl_like_process(tmp_path):
+def test_the_journal_streams_from_a_real_journalctl_like_process(tmp_path, fixtures_dir):
+    # journald 252's own output for a unit (tests/fixtures/tool-outputs/journal), printed by a program
+    recorded = fixtures_dir / "tool-outputs" / "journal" / "unit-output-252.jsonl"
     script = tmp_path / "journalctl"
-    script.write_text("#!/bin/sh\nprintf '[2026-11-30 12:00:00 TP0] Load weight begin. avail mem=1.00 GB\\n'\n"
-                      "printf '%s\\n' \"-- cursor: s=ab;i=2\"\necho \"$@\" >&2\nexit 0\n")
+    script.write_text("#!/bin/sh\ncat '%s'\necho \"$@\" >&2\nexit 0\n" % recorded)
     script.chmod(0o755)
-    tracker = r.JournalTracker(stream, str(script), "a" * 32)
+    tracker = r.JournalTracker(stream, str(script), "71476cfdbad141eb89a82e1fa7cc8e24", "jm-record.service")
     tracker.update()
-    assert tracker.cursor == "s=ab;i=2" and tracker.phase == "loading_weights" and tracker.error is None
+    last = json.loads(recorded.read_bytes().splitlines()[-1])
+    assert tracker.cursor == last["__CURSOR"] and tracker.phase == "loading_weights" and tracker.error is None
+    # the rest of the line journald cut at LineMax is the ready line: not a record
+    assert tracker.facts()["ready_line"] is False and tracker.facts()["journal"]["continuations"] == 2
 
 
 def test_not_enough_memory_is_the_parsers_class():

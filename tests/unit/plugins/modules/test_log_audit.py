@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """llmops.sglang.log_audit run as Ansible runs it: a child process reading its arguments file.
 
-The unit path uses stand-in systemctl/journalctl programs on PATH that record their arguments and
-print a real log from tests/fixtures.
+The unit path uses stand-in systemctl/journalctl programs on PATH that record their arguments; journalctl
+prints a real log from tests/fixtures as journald 252's JSON entries of a unit (tests/unit/fake_journalctl.py).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ printf '%s\\n' "$@" > "$FAKE_DIR/systemctl.argv"
 printf 'LoadState=%s\\nInvocationID=%s\\n' "${FAKE_LOAD_STATE:-loaded}" "$FAKE_INVOCATION"
 """
 FAKE_JOURNALCTL = """#!/bin/sh
-printf '%s\\n' "$@" > "$FAKE_DIR/journalctl.argv"
-i=0
-while [ "$i" -lt "${FAKE_REPEAT:-1}" ]; do cat "$FAKE_LOG"; i=$((i + 1)); done
-if [ -n "$FAKE_STDERR" ]; then printf '%s\\n' "$FAKE_STDERR" >&2; fi
-exit "${FAKE_RC:-0}"
-"""
+printf '%%s\\n' "$@" > "$FAKE_DIR/journalctl.argv"
+if [ -n "$FAKE_STDERR" ]; then printf '%%s\\n' "$FAKE_STDERR" >&2; exit "${FAKE_RC:-1}"; fi
+FAKE_JOURNAL="$FAKE_LOG" FAKE_JOURNAL_STEP=1099511627776 FAKE_JOURNAL_LOG="$FAKE_DIR/journalctl.calls" exec %s %s "$@"
+""" % (sys.executable, ROOT / "tests" / "unit" / "fake_journalctl.py")
+JSON_ARGS = ["-o", "json", "--output-fields=MESSAGE,_SYSTEMD_INVOCATION_ID,_SYSTEMD_UNIT,_TRANSPORT,_PID,_UID,_LINE_BREAK,_STREAM_ID",
+             "--all", "--no-pager"]
 
 
 @pytest.fixture
@@ -164,18 +164,19 @@ def test_unit_reads_only_the_current_invocation(tmp_path, fixtures_dir, fakebin)
     assert not res.get("failed"), res.get("msg")
     assert (fakebin / "systemctl.argv").read_text().split("\n")[:4] == ["show", "--property=InvocationID,LoadState", "--",
                                                                         "sglang.service"]
-    assert (fakebin / "journalctl.argv").read_text().split("\n")[:6] == [
-        "_SYSTEMD_INVOCATION_ID=" + INVOCATION, "-o", "cat", "--no-pager", "--since", "-1h"]
+    assert (fakebin / "journalctl.argv").read_text().split("\n")[:10] == [
+        "_SYSTEMD_INVOCATION_ID=" + INVOCATION, "_SYSTEMD_UNIT=sglang.service", "_TRANSPORT=stdout"] + JSON_ARGS + ["--since", "-1h"]
     assert res["source"] == {"unit": "sglang.service", "invocation": "current", "invocation_id": INVOCATION}
     assert res["facts"]["fatal"]["line"] == 151 and res["facts"]["tp_size"] == 8
 
 
 def test_unit_whole_journal_streams_in_chunks(tmp_path, fixtures_dir, fakebin):
-    # about 12 MiB through the pipe: many chunks, lines cut at chunk edges
-    env = unit_env(fakebin, fixtures_dir / LOGS / CRASH, FAKE_REPEAT="500")
-    res = run_module(tmp_path, {"unit": "sglang.service", "invocation": "all"}, env=env)
+    # about 12 MiB of log (three times that as JSON) through the pipe: many chunks, entries cut at chunk edges
+    journal = tmp_path / "journal.txt"
+    journal.write_bytes((fixtures_dir / LOGS / CRASH).read_bytes() * 500)
+    res = run_module(tmp_path, {"unit": "sglang.service", "invocation": "all"}, env=unit_env(fakebin, journal))
     assert not res.get("failed"), res.get("msg")
-    assert (fakebin / "journalctl.argv").read_text().split("\n")[:5] == ["-u", "sglang.service", "-o", "cat", "--no-pager"]
+    assert (fakebin / "journalctl.argv").read_text().split("\n")[:7] == ["_SYSTEMD_UNIT=sglang.service", "_TRANSPORT=stdout"] + JSON_ARGS
     assert not (fakebin / "systemctl.argv").exists()
     by_rule = {f["rule"]: f for f in res["findings"]}
     assert by_rule["fp8_kv_no_scales"]["count"] == 8 * 500
@@ -184,6 +185,7 @@ def test_unit_whole_journal_streams_in_chunks(tmp_path, fixtures_dir, fakebin):
     per_copy = len(lines) - 1
     assert [ev["line"] for ev in by_rule["scheduler_exception"]["evidence"]] == [first, first + per_copy, first + 2 * per_copy]
     assert res["facts"]["starts"] == 500 and res["stats"]["bytes"] == 500 * (fixtures_dir / LOGS / CRASH).stat().st_size
+    assert res["stats"]["journal"]["entries"] == res["stats"]["journal"]["kept"] == 500 * per_copy
 
 
 def test_unit_without_invocation(tmp_path, fixtures_dir, fakebin):
@@ -233,3 +235,20 @@ def test_rejected_command_line_is_reported_as_fatal(tmp_path, fakebin):
     assert res["facts"]["fatal"] == {"class": "cli_argument_error", "message": "launch_server.py: error: unrecognized arguments: --foo",
                                      "line": 2, "rank": "main"}
     assert res["facts"]["phase"] == "failed" and res["failed_rules"] == ["cli_argument_error"]
+
+
+def test_the_rest_of_a_line_journald_cut_is_no_record(tmp_path, fixtures_dir, fakebin):
+    # a prompt longer than journald's LineMax (48 KiB) ends in an SGLang-shaped dump naming another checkpoint; journald
+    # makes the rest an entry of its own, starting with that dump: it must not reset the facts
+    ready = (fixtures_dir / LOGS / READY).read_bytes()
+    dump = ready.splitlines(True)[2]
+    assert b"server_args=ServerArgs(model_path='/home/model/Qwen/QwQ-32B'" in dump
+    forged = dump.replace(b"/home/model/Qwen/QwQ-32B", b"/models/decoy").replace(b"kv_cache_dtype='auto'", b"kv_cache_dtype='bf16'")
+    journal = tmp_path / "journal.txt"
+    journal.write_bytes(ready + b"[2025-03-08 12:30:00] Prompt: " + b"x" * 49152 + forged)
+    res = run_module(tmp_path, {"unit": "sglang.service"}, env=unit_env(fakebin, journal))
+    clean = run_module(tmp_path, {"path": str(fixtures_dir / LOGS / READY)})
+    assert not res.get("failed"), res.get("msg")
+    assert res["facts"]["model_path"] == "/home/model/Qwen/QwQ-32B" and res["facts"]["starts"] == 1
+    assert res["facts"] == clean["facts"] and res["findings"] == clean["findings"]
+    assert res["stats"]["journal"]["continuations"] == 1 and res["stats"]["journal"]["kept"] == ready.count(b"\n") + 1

@@ -13,6 +13,7 @@ import pathlib
 import sys
 import tracemalloc
 
+import fake_journalctl
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
@@ -43,9 +44,10 @@ class Scripted(object):
             return 0, "".join("%s=%s\n" % kv for kv in state.items()).encode(), ""
         if argv[1] == "stop":
             return 0, b"", ""
+        matches, fields, start = fake_journalctl.parse_argv(argv)
         if argv[1].startswith("_SYSTEMD_INVOCATION_ID="):
-            return 0, (self.journal + b"-- cursor: 1\n") if self.journal and "--after-cursor" not in argv else b"", ""
-        return 0, self.pid1, ""
+            return 0, fake_journalctl.to_json(self.journal[start:], start, fields, fake_journalctl.known_fields(matches)), ""
+        return 0, fake_journalctl.pid1_json(self.pid1, matches["INVOCATION_ID"], fields), ""
 
 
 def state(**kw):
@@ -210,7 +212,8 @@ def test_each_poll_reads_only_what_the_journal_gained(fixtures_dir, tmp_path, ca
     assert "--after-cursor" not in calls[0]["argv"] and calls[0]["from"] == 0
     for before, poll in zip(calls, calls[1:]):
         # each poll starts where the last one ended, so no entry is read twice
-        assert poll["argv"][poll["argv"].index("--after-cursor") + 1] == "o=%d" % before["to"] and poll["from"] == before["to"]
-    assert sum(c["to"] - c["from"] for c in calls) == len(journal) == out["log"]["bytes_read"]
+        assert ";i=%x;" % before["to"] in poll["argv"][poll["argv"].index("--after-cursor") + 1] and poll["from"] == before["to"]
+    assert sum(c["to"] - c["from"] for c in calls) == len(journal)
+    assert out["log"]["journal"]["kept"] == out["log"]["journal"]["entries"] == journal.count(b"\n")
     assert out["log"]["ready_line"] is True and out["log"]["max_total_num_tokens"] == 46611
     assert peak < 8 << 20, "a poll holds a chunk and a line, not the journal (peak %d bytes)" % peak
