@@ -248,30 +248,54 @@ from ansible_collections.llmops.sglang.plugins.module_utils._checkpoint import C
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
     DEFAULT_MIN_SIGNALS,
     GuardError,
+    checkpoint_to_inspect,
     evaluate,
-    parse_execstart,
     redact_argv,
     select_launch_command,
+    served_model,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, show
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SHOW_TIMEOUT, SystemdError, run, show
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import (
+    ExecSyntaxError,
+    loaded_differs,
+    process_differs,
+    read_cmdline,
+    shown_commands,
+    unit_commands,
+)
 
 
 def read_unit_argv(module, unit):
-    """(argv or None, error or None) from the unit's ExecStart."""
+    """(argv or None, error or None, notes) from the unit: its ExecStart= split as systemd splits it (systemctl cat),
+    checked against what systemd loaded (systemctl show) and, while it runs, the main process's /proc/PID/cmdline."""
+    systemctl = module.get_bin_path("systemctl") or "systemctl"
     try:
-        state = show(unit, ["ExecStart"], module.get_bin_path("systemctl"))
-    except SystemdError as exc:
-        return None, "%s; or pass argv instead of unit" % str(exc)[:500]
-    commands = parse_execstart(state.get("ExecStart", ""))
+        state = show(unit, ["ExecStart", "MainPID"], systemctl)
+        rc, out, err = run([systemctl, "cat", "--", unit], timeout=SHOW_TIMEOUT)
+        if rc != 0:
+            raise SystemdError("systemctl cat %s failed (rc=%s): %s" % (unit, rc, " ".join(err.split())[:300]))
+        commands = unit_commands(out.decode("utf-8", "replace"), unit if "." in unit else unit + ".service")
+    except (SystemdError, ExecSyntaxError) as exc:
+        return None, "%s; or pass argv instead of unit" % str(exc)[:500], []
     if not commands:
         return None, ("unit %s has no ExecStart (not installed, or the name is wrong: check systemctl status %s), or "
-                      "pass argv" % (unit, unit))
-    argv = select_launch_command(commands)
+                      "pass argv" % (unit, unit)), []
+    differs = loaded_differs(commands, shown_commands(state.get("ExecStart", "")))
+    if differs:
+        return None, differs, []
+    argv = select_launch_command([command["argv"] for command in commands])
     if argv is None:
         return None, ("unit %s has %d ExecStart commands and none looks like an SGLang launch: pass argv"
-                      % (unit, len(commands)))
-    return argv, None
+                      % (unit, len(commands))), []
+    command = next(c for c in commands if c["argv"] is argv)
+    pid = state.get("MainPID", "0")
+    cmdline = read_cmdline(pid) if pid.isdigit() and pid != "0" else None
+    if cmdline is not None:
+        differs = process_differs(command, cmdline)
+        return (None, differs, []) if differs else (argv, None, [])
+    return argv, None, ["unit %s: no running main process whose /proc/PID/cmdline could be read (MainPID %s), so its "
+                        "ExecStart was not checked against what runs" % (unit, pid)] if pid != "0" else []
 
 
 def main():
@@ -305,17 +329,12 @@ def main():
     if p["tp_size"] is not None and p["tp_size"] < 1:
         module.fail_json(msg="tp_size must be >= 1 (the server's --tp-size), got %d" % p["tp_size"])
 
+    unit_notes = []
     if p["unit"]:
-        argv, error = read_unit_argv(module, p["unit"])
+        argv, error, unit_notes = read_unit_argv(module, p["unit"])
         inputs.update(argv=argv, argv_error=error, argv_source="unit %s ExecStart" % p["unit"])
     elif p["argv"] is not None:
         inputs.update(argv=p["argv"], argv_source="argv")
-
-    if p["checkpoint"]:
-        try:
-            inputs["checkpoint"] = inspect_checkpoint(p["checkpoint"])
-        except CheckpointError as exc:
-            inputs["checkpoint_error"] = str(exc)
 
     server = None
     if p["url"]:
@@ -329,12 +348,25 @@ def main():
         else:
             inputs["server_error"] = "%s: %s" % (server["error"]["class"], server["error"]["message"])
 
+    # the checkpoint judged is the one the server runs (argv, /server_info), never the log's
+    served = served_model(inputs.get("argv"), inputs.get("server_info"))
+    path, why = checkpoint_to_inspect(served, p["checkpoint"])
+    inputs["checkpoint_given"] = p["checkpoint"]
+    if path:
+        try:
+            inputs["checkpoint"] = inspect_checkpoint(path)
+        except CheckpointError as exc:
+            inputs["checkpoint_error"] = str(exc)
+    elif why:
+        inputs["checkpoint_error"] = why
+
     try:
         result = evaluate(inputs)
     except GuardError as exc:
         module.fail_json(msg=str(exc))
     result = dict(result, argv=redact_argv(inputs.get("argv"), p["api_key"]), server=server)
     msg = result.pop("message")
+    result["notes"] = unit_notes + result["notes"]
     for note in result["notes"]:
         module.warn(note)
     if not result["passed"]:
