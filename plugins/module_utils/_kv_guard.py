@@ -275,6 +275,8 @@ def served_model(argv=None, server_info=None):
     the running server's /server_info model_path; never the log. {path, source, argv, server, conflict}: conflict names
     both when they differ (the unit changed without a restart, or another server answers the URL)."""
     from_argv = parse_launch_argv(argv)["model_path"] if argv is not None else None
+    # a unit's ${VAR} or $VAR: systemd fills it in at start, so only the running server's answer knows the value
+    from_argv = None if from_argv and (from_argv.startswith("$") or "${" in from_argv) else from_argv
     from_server = server_info.get("model_path") if isinstance(server_info, dict) else None
     from_server = from_server if isinstance(from_server, str) and from_server else None
     out = {"path": from_argv or from_server, "source": "argv" if from_argv else ("/server_info" if from_server else None),

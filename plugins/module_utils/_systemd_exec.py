@@ -248,8 +248,9 @@ def _command(group):
 def unit_lines(text):
     """(section, key, value) of a unit file's assignments, lines joined as systemd joins continued lines."""
     section, pending, out = None, None, []
-    for raw in text.splitlines():
-        line = raw.strip()
+    # systemd ends a line at \n, \r or NUL only (not at Unicode line separators) and strips only ASCII blanks
+    for raw in re.split(r"\r\n|[\n\r\x00]", text):
+        line = raw.strip(_WHITESPACE)
         if pending is not None and line[:1] in ("#", ";"):
             continue  # a comment inside a continued line is skipped
         if pending is not None:
@@ -265,11 +266,11 @@ def unit_lines(text):
             continue
         key, sep, value = line.partition("=")
         if sep:
-            out.append((section, key.strip(), value.strip()))
+            out.append((section, key.strip(_WHITESPACE), value.strip(_WHITESPACE)))
     if pending is not None:
         key, sep, value = pending.partition("=")
         if sep:
-            out.append((section, key.strip(), value.strip()))
+            out.append((section, key.strip(_WHITESPACE), value.strip(_WHITESPACE)))
     return out
 
 

@@ -293,7 +293,8 @@ def read_unit_argv(module, unit):
     cmdline = read_cmdline(pid) if pid.isdigit() and pid != "0" else None
     if cmdline is not None:
         differs = process_differs(command, cmdline)
-        return (None, differs, []) if differs else (argv, None, [])
+        # the process's own argv is the unit's word for word, with the values of the unit's $VARIABLES filled in
+        return (None, differs, []) if differs else (cmdline, None, [])
     return argv, None, ["unit %s: no running main process whose /proc/PID/cmdline could be read (MainPID %s), so its "
                         "ExecStart was not checked against what runs" % (unit, pid)] if pid != "0" else []
 

@@ -217,6 +217,51 @@ def test_unit_execstart_is_read_as_systemd_splits_it(lab, tmp_path, monkeypatch,
     assert KEY not in json.dumps(res)
 
 
+@pytest.fixture
+def process(lab):
+    """A running process with SGLang-like flags (its /proc/PID/cmdline is the argv below)."""
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", "--model-path", lab, "--kv-cache-dtype", "bf16"]
+    proc = subprocess.Popen(argv)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(open("/proc/%d/cmdline" % proc.pid, "rb").read().split(b"\x00")) < len(argv):
+        time.sleep(0.05)
+    yield proc, argv
+    proc.kill()
+    proc.wait()
+
+
+def unit_for(words, pid):
+    cat = "# /etc/systemd/system/sglang.service\n[Service]\nExecStart=%s\n" % command_line(words, breaks={3})
+    show = ("ExecStart={ path=%s ; argv[]=%s ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=%d ; "
+            "code=(null) ; status=0/0 }\nMainPID=%d\nLoadState=loaded\n" % (words[0], " ".join(words), pid, pid))
+    return show, cat
+
+
+def test_the_unit_is_checked_against_the_running_process(lab, process, tmp_path, monkeypatch, capsys):
+    proc, argv = process
+    show, cat = unit_for(argv, proc.pid)
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert rows(res)["argv"]["verdict"] == "bf16" and res["notes"] == [] and res["argv"] == argv
+
+    # the unit (loaded: systemctl show says the same) asks for another KV dtype than the process was started with
+    show, cat = unit_for([w.replace("bf16", "fp8_e4m3") for w in argv], proc.pid)
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert rows(res)["argv"]["verdict"] == "unknown" and "the unit changed after the start; restart it" in rows(res)["argv"]["evidence"]
+
+
+def test_a_unit_variable_takes_the_running_process_value(lab, process, tmp_path, monkeypatch, capsys):
+    proc, argv = process
+    # --model-path ${MODEL}: written $${MODEL} would be literal, so the unit file is written by hand here
+    show, cat = unit_for(argv, proc.pid)
+    quoted = command_line([lab])
+    cat, show = cat.replace(quoted, "${MODEL}"), show.replace(" " + lab + " ", " ${MODEL} ")
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert res["argv"] == argv and res["model"]["checkpoint"] == lab and not res.get("failed"), res["msg"]
+
+
 def test_unit_with_auto_and_fp8_checkpoint(lab, tmp_path, monkeypatch, capsys):
     show, cat = unit_files(lab, None)
     fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
