@@ -16,7 +16,8 @@ returns every ExecStart= command split the way systemd 252 does (systemd.service
 * specifiers first, over the whole value (``%%`` is ``%``, ``%n %N %p %i`` from the unit's name; any other is
   refused: write its value);
 * words: whitespace separates, ``"..."`` and ``'...'`` quote (also in the middle of a word), backslash escapes as in C
-  (``\\n \\t \\xHH \\ooo \\uXXXX``, ``\\s`` a space, ``\\;`` a literal ``;``), a bare ``;`` word ends one command;
+  inside quotes or not (``\\n \\t \\xHH \\ooo \\uXXXX``, ``\\s`` a space; one systemd cannot read stays verbatim, as
+  systemd keeps it after a warning), a bare ``;`` word ends one command (a bare ``\\;`` or a quoted ``";"`` is ``;``);
 * at start, ``${NAME}`` in a word and a whole-word ``$NAME`` take the environment's value, ``$$`` is ``$``: the
   command's ``shown`` words keep them as ``systemctl show`` prints them, ``argv`` has ``$$`` made ``$``, and
   ``variables`` lists the words whose value only systemd knows.
@@ -121,32 +122,29 @@ def _specifiers(value, unit=None):
 
 
 def _escape(text, i):
-    """(character, next index) of the C escape starting at text[i] (the backslash), as systemd's cunescape_one."""
+    """(text, next index) of the C escape at text[i] (the backslash), as systemd's cunescape_one; one it cannot read
+    (unknown, short, NUL, out of range, a lone trailing backslash) it keeps verbatim, backslash included, as systemd
+    252 does after warning "Ignoring unknown escape sequences"."""
     nxt = text[i + 1:i + 2]
     if nxt == "":
-        raise ExecSyntaxError("ExecStart= ends in a lone backslash: double it (\\\\) for a literal one")
+        return "\\", i + 1
     if nxt in _SIMPLE_ESCAPES:
         return _SIMPLE_ESCAPES[nxt], i + 2
-    if nxt in _WHITESPACE + ";":
-        return nxt, i + 2
-    for lead, digits, base in (("x", 2, 16), ("u", 4, 16), ("U", 8, 16)):
-        if nxt == lead:
-            code = text[i + 2:i + 2 + digits]
-            if len(code) != digits or not all(c in "0123456789abcdefABCDEF" for c in code):
-                raise ExecSyntaxError("ExecStart= has a bad escape \\%s%s: it needs %d hex digits" % (lead, code, digits))
-            return _code(int(code, base)), i + 2 + digits
-    if nxt in "01234567":
-        code = text[i + 1:i + 4]
-        if len(code) != 3 or not all(c in "01234567" for c in code):
-            raise ExecSyntaxError("ExecStart= has a bad octal escape \\%s: it needs 3 digits" % code)
-        return _code(int(code, 8)), i + 4
-    raise ExecSyntaxError("ExecStart= has an unknown escape \\%s: double the backslash for a literal one" % nxt)
+    for lead, digits, limit in (("x", 2, 0xFF), ("u", 4, 0xFFFF), ("U", 8, 0x10FFFF)):
+        code = text[i + 2:i + 2 + digits]
+        if nxt == lead and len(code) == digits and all(c in "0123456789abcdefABCDEF" for c in code):
+            number = int(code, 16)
+            if 0 < number <= limit and not 0xD800 <= number <= 0xDFFF:
+                return _byte(number) if lead == "x" else chr(number), i + 2 + digits
+    code = text[i + 1:i + 4]
+    if len(code) == 3 and all(c in "01234567" for c in code) and 0 < int(code, 8) <= 0xFF:
+        return _byte(int(code, 8)), i + 4
+    return "\\" + nxt, i + 2
 
 
-def _code(number):
-    if number == 0 or number > 0x10FFFF:
-        raise ExecSyntaxError("ExecStart= escapes the character %#x, which systemd refuses in an argument" % number)
-    return chr(number)
+def _byte(number):
+    """One byte as systemd puts it in the argument: above 0x7f a lone byte, which reads back (surrogateescape) as this."""
+    return chr(number) if number < 0x80 else chr(0xDC00 + number)
 
 
 def _words(text):
@@ -209,7 +207,8 @@ def parse_value(value, unit=None):
     tokens = _words(_specifiers(value, unit))
     groups, group = [], []
     for word, raw in tokens:
-        if raw == ";":  # a bare ';' word separates commands; "\\;" or ";" in quotes is the word ;
+        word = ";" if raw == "\\;" else word  # systemd's own rule for the bare word \;
+        if raw == ";":  # a bare ';' word separates commands
             groups.append(group)
             group = []
         else:
