@@ -30,6 +30,10 @@ pool_bytes   bytes per element of the ``KV Cache is allocated`` pools, from #tok
 fp8_warning  ``Using FP8 KV cache but no scaling factors provided``: present -> fp8; absent ->
              unknown (SGLang checks the server args, which under ``auto`` still say ``auto``).
 
+The checkpoint is the one the server runs (``served_model``): the launch argv's ``--model-path``/``--model`` (as
+SGLang's parser reads them), checked against ``/server_info`` ``model_path``; the log's model path only adds a note.
+A disagreement, or a ``checkpoint_given`` naming another directory, fails the guard naming both.
+
 Counting: a signal is *available* when its verdict is not ``unknown``. argv and checkpoint are
 one source: the checkpoint counts only when the flag is ``auto`` (then argv itself is
 ``unknown``); with an explicit flag argv counts and the checkpoint row repeats it uncounted.
@@ -65,6 +69,8 @@ EXPECTED = {"bf16": "bf16", "fp8_e4m3": "fp8"}
 DEFAULT_MIN_SIGNALS = 3
 TP_FLAGS = ("--tp-size", "--tensor-parallel-size", "--tp")
 MODEL_FLAGS = ("--model-path", "--model")
+# what SGLang's argparse (allow_abbrev) also reads as --model-path: "--model-" is ambiguous, "--model" is an alias
+MODEL_ABBREVIATIONS = ("--model-p", "--model-pa", "--model-pat")
 MAX_POOLS = 256
 MAX_EVIDENCE = 600
 
@@ -229,7 +235,7 @@ def parse_launch_argv(argv):
     backend_flags = tuple(flag for rule in FP8_RULES for flag in rule["flags"])
     i = 0
     while i < len(words):
-        for flags, key in ((TP_FLAGS, "tp_size"), (MODEL_FLAGS, "model_path"), (("--config",), "config_file")):
+        for flags, key in ((TP_FLAGS, "tp_size"), (MODEL_FLAGS + MODEL_ABBREVIATIONS, "model_path"), (("--config",), "config_file")):
             value, used = flag_value(words, i, flags)
             if used:
                 info[key] = _positive(value) if key == "tp_size" else (value or None)

@@ -294,7 +294,7 @@ _SHOWN_RE = re.compile(r"argv\[\]=(.*?) ; (?:ignore_errors|flags)=", re.S)
 def shown_commands(text):
     """The argv[] of each command of ``systemctl show -p ExecStart``: systemd joins the words with single spaces and no
     quoting, so this is only good to compare against (" ".join of a command's ``shown``), never to split."""
-    return [cmd for cmd in _SHOWN_RE.findall(text or "")]
+    return list(_SHOWN_RE.findall(text or ""))
 
 
 def read_cmdline(pid, proc="/proc"):

@@ -110,7 +110,7 @@ options:
       - The C(facts) of C(llmops.sglang.log_audit) for the current invocation of the server (keys used are
         C(kv_cache_dtype_configured), C(kv_dtype_effective), C(kv_pools), C(fp8_scale_warning), C(tp_size),
         C(server_args_format) (C(dict) or C(repr)) when present, and C(model_path), which only adds a note when it
-        is not the checkpoint judged: the log never chooses the checkpoint).
+        is not the checkpoint judged, as the log never chooses the checkpoint).
       - Facts of an earlier invocation describe an earlier server. Pass only the current one's facts, which is
         what log_audit reports for a log holding several starts.
     type: dict

@@ -7,6 +7,7 @@ import ast
 import json
 import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
@@ -683,6 +684,32 @@ def test_a_checkpoint_given_must_be_the_one_served(ckpts):
     assert not res["passed"] and "the checkpoint given is /models/x but the server runs %s (argv)" % info["model_path"] in res["fix"]
     same = kg.evaluate({"argv": argv, "server_info": info, "checkpoint_given": info["model_path"] + "/", "min_signals": 1})
     assert same["passed"], same["message"]
+
+
+MODEL_SPELLINGS = [["--model-path", "/a"], ["--model=/a"], ["--model-p", "/a"], ["--model-pat=/a"], ["--model", "/b", "--model-pa", "/a"],
+                   ["--model-path", "/a b"], ["--mode", "/a"], ["--model-", "/a"]]
+ASK_PARSER = """
+import argparse, json, sys
+from sglang.srt.server_args import ServerArgs
+parser = argparse.ArgumentParser(exit_on_error=False)
+ServerArgs.add_cli_args(parser)
+out = []
+for words in json.loads(sys.argv[1]):
+    try:
+        out.append(parser.parse_known_args(words)[0].model_path)
+    except (argparse.ArgumentError, SystemExit):
+        out.append(None)
+print(json.dumps(out))
+"""
+
+
+def test_the_model_flag_is_read_as_sglangs_parser_reads_it(sglang_python):
+    """SGLang 0.5.23's own parser (argparse with abbreviations) names the model path of each spelling; the guard agrees."""
+    got = subprocess.run([sglang_python, "-c", ASK_PARSER, json.dumps(MODEL_SPELLINGS)], capture_output=True, text=True,
+                         check=True, timeout=600)
+    sglang = json.loads(got.stdout.strip().splitlines()[-1])
+    ours = [kg.parse_launch_argv(["python", "-m", "sglang.launch_server"] + words)["model_path"] for words in MODEL_SPELLINGS]
+    assert ours == sglang and sglang[:6] == ["/a", "/a", "/a", "/a", "/a", "/a b"] and sglang[6:] == [None, None]
 
 
 @pytest.mark.parametrize("served,given,path,why", [
