@@ -686,6 +686,29 @@ def test_a_checkpoint_given_must_be_the_one_served(ckpts):
     assert same["passed"], same["message"]
 
 
+# Where SGLang 0.5.23 renames a process (setproctitle): only in processes it starts, never in the one systemd started,
+# so the unit's main process keeps its argv in /proc/PID/cmdline, which kv_cache_guard compares with the unit's.
+RETITLED = {("managers/data_parallel_controller.py", "run_data_parallel_controller_process"),
+            ("managers/detokenizer_manager.py", "run_detokenizer_process"),
+            ("managers/multi_tokenizer_mixin.py", "run_multi_detokenizer_router_process"),
+            ("managers/multi_tokenizer_mixin.py", "__init__"),  # TokenizerWorker: one per HTTP worker process
+            ("managers/scheduler.py", "configure_scheduler_process")}
+
+
+def test_sglang_renames_only_the_processes_it_starts():
+    srt = pathlib.Path(sglang_source.srt_dir())
+    found = set()
+    for path in srt.rglob("*.py"):
+        if "setproctitle" not in path.read_text(encoding="utf-8"):
+            continue
+        for func in ast.walk(sglang_source.parse(path)):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = [c for c in ast.walk(func) if isinstance(c, ast.Call)]
+                if any(getattr(c.func, "attr", getattr(c.func, "id", None)) == "setproctitle" for c in calls):
+                    found.add((path.relative_to(srt).as_posix(), func.name))
+    assert found == RETITLED
+
+
 MODEL_SPELLINGS = [["--model-path", "/a"], ["--model=/a"], ["--model-p", "/a"], ["--model-pat=/a"], ["--model", "/b", "--model-pa", "/a"],
                    ["--model-path", "/a b"], ["--mode", "/a"], ["--model-", "/a"]]
 ASK_PARSER = """
