@@ -273,7 +273,8 @@ def select_launch_command(commands):
 
 
 def _same_path(a, b):
-    return os.path.normpath(a) == os.path.normpath(b)
+    """The same directory, as written or through symlinks (read on the host the guard runs on)."""
+    return os.path.normpath(a) == os.path.normpath(b) or os.path.realpath(a) == os.path.realpath(b)
 
 
 def served_model(argv=None, server_info=None):

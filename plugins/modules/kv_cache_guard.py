@@ -68,7 +68,8 @@ options:
   argv:
     description:
       - The SGLang launch command as a list of words (for example the unit's rendered C(ExecStart)).
-      - An element that holds a whole command line (as in C(sh -c '...')) is split into words.
+      - Each element is one word, spaces included. Only a whole command line given as the only element, or as the
+        script of a shell's C(-c) (C(sh -c '...')), is split into words as that shell would.
       - Mutually exclusive with O(unit).
     type: list
     elements: str

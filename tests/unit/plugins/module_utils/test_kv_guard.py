@@ -686,6 +686,16 @@ def test_a_checkpoint_given_must_be_the_one_served(ckpts):
     assert same["passed"], same["message"]
 
 
+def test_a_checkpoint_given_through_a_symlink_is_the_one_served(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    argv = ARGV_BF16[:4] + [str(tmp_path / "real")] + ARGV_BF16[5:]
+    res = kg.evaluate({"argv": argv, "checkpoint_given": str(tmp_path / "link"), "min_signals": 1})
+    assert res["passed"] and res["model"]["argv"] == str(tmp_path / "real"), res["message"]
+    other = kg.evaluate({"argv": argv, "checkpoint_given": str(tmp_path), "min_signals": 1})
+    assert not other["passed"] and "the checkpoint given is %s" % tmp_path in other["fix"]
+
+
 # Where SGLang 0.5.23 renames a process (setproctitle): only in processes it starts, never in the one systemd started,
 # so the unit's main process keeps its argv in /proc/PID/cmdline, which kv_cache_guard compares with the unit's.
 RETITLED = {("managers/data_parallel_controller.py", "run_data_parallel_controller_process"),
