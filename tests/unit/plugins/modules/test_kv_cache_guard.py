@@ -277,6 +277,13 @@ def test_a_unit_file_systemd_has_not_loaded_is_not_the_argv(lab, tmp_path, monke
     assert rows(res)["argv"]["verdict"] == "unknown" and "daemon-reload" in rows(res)["argv"]["evidence"]
 
 
+def test_a_unit_line_systemd_would_refuse_is_named(lab, tmp_path, monkeypatch, capsys):
+    show, _cat = unit_files(lab, "bf16")
+    fake_systemctl(tmp_path, monkeypatch, show, cat='[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server "open\n')
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert "unbalanced \" quote: close it; or pass argv instead of unit" in rows(res)["argv"]["evidence"]
+
+
 def test_a_checkpoint_option_that_is_not_the_one_served_fails(lab, tmp_path, monkeypatch, capsys):
     show, cat = unit_files("/models/served", "bf16")
     fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
