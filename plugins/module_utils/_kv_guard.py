@@ -30,6 +30,10 @@ pool_bytes   bytes per element of the ``KV Cache is allocated`` pools, from #tok
 fp8_warning  ``Using FP8 KV cache but no scaling factors provided``: present -> fp8; absent ->
              unknown (SGLang checks the server args, which under ``auto`` still say ``auto``).
 
+The checkpoint is the one the server runs (``served_model``): the launch argv's ``--model-path``/``--model`` (as
+SGLang's parser reads them), checked against ``/server_info`` ``model_path``; the log's model path only adds a note.
+A disagreement, or a ``checkpoint_given`` naming another directory, fails the guard naming both.
+
 Counting: a signal is *available* when its verdict is not ``unknown``. argv and checkpoint are
 one source: the checkpoint counts only when the flag is ``auto`` (then argv itself is
 ``unknown``); with an explicit flag argv counts and the checkpoint row repeats it uncounted.
@@ -43,7 +47,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shlex
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
@@ -66,6 +69,8 @@ EXPECTED = {"bf16": "bf16", "fp8_e4m3": "fp8"}
 DEFAULT_MIN_SIGNALS = 3
 TP_FLAGS = ("--tp-size", "--tensor-parallel-size", "--tp")
 MODEL_FLAGS = ("--model-path", "--model")
+# what SGLang's argparse (allow_abbrev) also reads as --model-path: "--model-" is ambiguous, "--model" is an alias
+MODEL_ABBREVIATIONS = ("--model-p", "--model-pa", "--model-pat")
 MAX_POOLS = 256
 MAX_EVIDENCE = 600
 
@@ -182,13 +187,17 @@ def _signal(name, verdict, evidence, counted=None, source=None):
 # Launch command
 
 
+SHELLS = ("sh", "bash", "dash", "zsh")
+
+
 def _expand(argv):
-    """argv elements, with whole command strings inside (sh -c '...') split into words."""
+    """argv elements as words: each element is one word (a path with spaces stays whole), except a whole command line
+    given as the only element or as the script of a shell's -c, which is split as that shell would."""
+    words = [item if isinstance(item, str) else str(item) for item in argv]
     out = []
-    for item in argv:
-        if not isinstance(item, str):
-            item = str(item)
-        if any(c.isspace() for c in item.strip()):
+    for i, item in enumerate(words):
+        script = len(words) == 1 or (i >= 2 and words[i - 1] == "-c" and os.path.basename(words[i - 2]) in SHELLS)
+        if script and any(c.isspace() for c in item.strip()):
             try:
                 out.extend(shlex.split(item))
             except ValueError:
@@ -226,7 +235,7 @@ def parse_launch_argv(argv):
     backend_flags = tuple(flag for rule in FP8_RULES for flag in rule["flags"])
     i = 0
     while i < len(words):
-        for flags, key in ((TP_FLAGS, "tp_size"), (MODEL_FLAGS, "model_path"), (("--config",), "config_file")):
+        for flags, key in ((TP_FLAGS, "tp_size"), (MODEL_FLAGS + MODEL_ABBREVIATIONS, "model_path"), (("--config",), "config_file")):
             value, used = flag_value(words, i, flags)
             if used:
                 info[key] = _positive(value) if key == "tp_size" else (value or None)
@@ -250,28 +259,6 @@ def redact_argv(argv, secret=None):
     return _redact.redact_argv(argv, [secret] if secret else ())
 
 
-_EXEC_ARGV_RE = re.compile(r"argv\[\]=(.*?) ; (?:ignore_errors|flags)=", re.S)
-
-
-def parse_execstart(text):
-    """Commands of ``systemctl show -p ExecStart --value UNIT`` as lists of words.
-
-    systemd joins each command's argv with single spaces (no quoting), so words are split on
-    whitespace. A bare command line (no ``{ path=... }`` record) is split the same way.
-    """
-    if not isinstance(text, str) or not text.strip():
-        return []
-    found = _EXEC_ARGV_RE.findall(text)
-    if found:
-        return [cmd.split() for cmd in found if cmd.strip()]
-    stripped = text.strip()
-    if stripped.startswith("ExecStart="):
-        stripped = stripped[len("ExecStart="):]
-    if stripped.startswith("{"):
-        return []
-    return [stripped.split()]
-
-
 def select_launch_command(commands):
     """The SGLang command among a unit's ExecStart commands (first that looks like one), else None."""
     commands = [c for c in commands if isinstance(c, list) and c]
@@ -279,6 +266,56 @@ def select_launch_command(commands):
         if _looks_like_sglang(_expand(cmd)):
             return cmd
     return commands[0] if len(commands) == 1 else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkpoint served
+
+
+def _same_path(a, b):
+    """The same directory, as written or through symlinks (read on the host the guard runs on)."""
+    return os.path.normpath(a) == os.path.normpath(b) or os.path.realpath(a) == os.path.realpath(b)
+
+
+def served_model(argv=None, server_info=None):
+    """The model directory the server runs: the launch argv's --model-path/--model (argparse: the last one wins), else
+    the running server's /server_info model_path; never the log. {path, source, argv, server, conflict}: conflict names
+    both when they differ (the unit changed without a restart, or another server answers the URL)."""
+    from_argv = parse_launch_argv(argv)["model_path"] if argv is not None else None
+    # a unit's ${VAR} or $VAR: systemd fills it in at start, so only the running server's answer knows the value
+    from_argv = None if from_argv and (from_argv.startswith("$") or "${" in from_argv) else from_argv
+    from_server = server_info.get("model_path") if isinstance(server_info, dict) else None
+    from_server = from_server if isinstance(from_server, str) and from_server else None
+    out = {"path": from_argv or from_server, "source": "argv" if from_argv else ("/server_info" if from_server else None),
+           "argv": from_argv, "server": from_server, "conflict": None}
+    if from_argv and from_server and not _same_path(from_argv, from_server):
+        out["conflict"] = ("the launch command serves --model-path %s but the running server's /server_info model_path is "
+                           "%s: restart the unit so the server runs what its unit says, or point url at that unit's "
+                           "server" % (_text(from_argv, 300), _text(from_server, 300)))
+    return out
+
+
+def checkpoint_to_inspect(served, given=None):
+    """(directory to inspect or None, why none or None): the served model's directory, or the checkpoint option where
+    the server names no local directory (a hub id or a relative path); an option naming another directory than the
+    one served is a conflict the guard fails on (see evaluate's checkpoint_given)."""
+    path = served.get("path") if isinstance(served, dict) else None
+    if given:
+        return given, None
+    if path and os.path.isabs(path):
+        return path, None
+    if path:
+        return None, ("the server runs %s, not an absolute path (a hub id, or relative to the unit's working directory): "
+                      "set checkpoint to its local directory" % _text(path, 300))
+    return None, None
+
+
+def _checkpoint_conflict(served, given):
+    path = served["path"]
+    if given and path and os.path.isabs(path) and not _same_path(given, path):
+        return ("the checkpoint given is %s but the server runs %s (%s): the guard judges the checkpoint served; drop the "
+                "checkpoint option or set it to that directory" % (_text(given, 300), _text(path, 300), served["source"]))
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -689,7 +726,11 @@ def evaluate(inputs):
     ``argv_error`` (why argv could not be read), ``checkpoint`` (``inspect_checkpoint`` result),
     ``checkpoint_error``, ``server_info`` (a /server_info JSON object), ``server_error``,
     ``log_facts`` (``_sglang_log`` facts), ``tp_size``, ``expected`` (bf16 or fp8_e4m3),
-    ``waiver_reason`` (required for fp8_e4m3), ``min_signals`` (default 3).
+    ``waiver_reason`` (required for fp8_e4m3), ``min_signals`` (default 3), ``checkpoint_given`` (the directory the
+    caller named, checked against the one served).
+
+    The model served comes from the launch argv and /server_info (``served_model``); a disagreement between them, or
+    with ``checkpoint_given``, fails the guard (verdict ``mixed``) naming both values.
     """
     if not isinstance(inputs, dict):
         raise GuardError("inputs must be a dict")
@@ -762,6 +803,11 @@ def evaluate(inputs):
         if os.path.isabs(facts["model_path"]) and os.path.normpath(facts["model_path"]) != os.path.normpath(ckpt["path"]):
             notes.append("the log's model_path %s is not the checkpoint given (%s): the checkpoint signal may describe "
                          "another model" % (facts["model_path"], ckpt["path"]))
+    served = served_model(inputs.get("argv"), info if server_sum is not None else None)
+    conflicts = [c for c in (served["conflict"], _checkpoint_conflict(served, inputs.get("checkpoint_given"))) if c]
+    if conflicts:
+        verdict, passed, waived = "mixed", False, False
+        fix = ". ".join(conflicts + ([fix] if fix else []))
     table = render_table(signals)
     return {
         "verdict": verdict,
@@ -775,6 +821,7 @@ def evaluate(inputs):
         "table": table,
         "fix": fix,
         "notes": notes,
+        "model": dict(served, checkpoint=ckpt.get("path") if ckpt else None),
         "message": _message(verdict, passed, waived, counted, min_signals, expected, table, fix, waiver),
     }
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 
 from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.module_utils._http import is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.module_utils._pins import index_options
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
 
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 PIP_SOURCES = ("index", "wheelhouse")
@@ -125,9 +125,8 @@ def pip_install(settings):
 
 
 def exec_start(argv):
-    """systemd's ExecStart value for argv: each word shell-quoted, % and $ doubled so systemd keeps them literal."""
-    words = [shlex.quote(_text(a)).replace("%", "%%").replace("$", "$$") for a in argv]
-    return " \\\n    ".join(words)
+    """systemd's ExecStart value for argv (_systemd_exec's quoting, so systemd keeps every word literal), a word a line."""
+    return command_line([_text(a) for a in argv], breaks=range(1, len(argv)))
 
 
 def _settings_problem(s):
@@ -183,6 +182,10 @@ def plan(settings, hostvars, hosts, me):
     args = cli_args(s, workers)
     launcher = venv_dir + "/launch_router.py"
     python = _text(s["router_venv"]) + "/bin/python"
+    try:
+        start, unwritable = exec_start([python, launcher] + args), []
+    except ExecSyntaxError as exc:
+        start, unwritable = None, ["A router argument cannot go into the unit's ExecStart=: %s (check router_extra_args)." % exc]
     return {
         "dir": venv_dir,
         "launcher": launcher,
@@ -192,7 +195,7 @@ def plan(settings, hostvars, hosts, me):
         "loopback_workers": loopback,
         "cli_args": args,
         "check_argv": [python, launcher, "--check"] + args,
-        "exec_start": exec_start([python, launcher] + args),
+        "exec_start": start,
         "pins": ["sglang-router==" + _text(s["router_version"])],
         "pip_list": [python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check", "--no-input"],
         "pip_install": pip_install(s),
@@ -206,7 +209,7 @@ def plan(settings, hostvars, hosts, me):
             "dest": _text(s["router_pip_wheelhouse"]).rstrip("/") + "/"},
         "local_url": local_url(s["router_host"], s["router_port"]),
         "metrics_url": local_url(s["router_prometheus_host"], s["router_prometheus_port"]) + "/metrics",
-        "problems": problems(s, workers, loopback, me),
+        "problems": problems(s, workers, loopback, me) + unwritable,
     }
 
 

@@ -21,6 +21,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import WILDCARDS, is_loopback, local_url, worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
 
 P = "sglang_server_"
 LAUNCHER = "/usr/local/lib/llmops-sglang/launch_sglang.py"
@@ -57,7 +58,6 @@ SECRET_ENV = re.compile(r"^(SGLANG_API_KEY|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|.*_(A
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 # Single-quoted in the EnvironmentFile: these characters would break out of the quotes.
 _UNQUOTABLE = re.compile(r"['\\\n\r]")
-_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./:,=+@-]+$")
 # Checks the rendered unit before it is installed: systemd-analyze needs the real file name.
 _VERIFY = ("/bin/sh -c 'd=$(mktemp -d) && cp \"$1\" \"$d/{0}\" && out=$(systemd-analyze verify --man=no \"$d/{0}\" 2>&1);"
            " rc=$?; rm -rf \"$d\"; [ -n \"$out\" ] && echo \"$out\" >&2; [ $rc -eq 0 ] {1}' verify %s")
@@ -94,23 +94,10 @@ def _text(value):
     return isinstance(value, str) and bool(value.strip())
 
 
-def systemd_word(value):
-    """One word of a systemd command line: % and $ doubled (so systemd passes them literally), \\ and " escaped,
-    quoted unless it is plain."""
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    return text if _PLAIN_WORD.match(text) else '"%s"' % text
-
-
 def exec_start(program, args):
     """ExecStart's value: the program's words, then one line per flag with its values."""
-    lines, line = [], [systemd_word(word) for word in program]
-    for arg in args:
-        if arg.startswith("--") and line:
-            lines.append(" ".join(line))
-            line = []
-        line.append(systemd_word(arg))
-    lines.append(" ".join(line))
-    return " \\\n    ".join(lines)
+    words = [str(word) for word in program] + [str(arg) for arg in args]
+    return command_line(words, breaks={len(program) + i for i, arg in enumerate(words[len(program):]) if arg.startswith("--")})
 
 
 def environment_lines(env):
@@ -295,12 +282,17 @@ def plan(settings, host, groups, hostvars, play_batch=None):
     self_host = _get(_get(hostvars, host, {}), "ansible_host") or host
     files = [(unit_file, "0644", False), (conf + ".argv.json", "0644", False), (conf + ".env", "0600", True)]
     strict = '&& [ -z "$out" ]' if _bool(s[P + "verify_strict"]) else ""
+    try:
+        start, unwritable = exec_start(exe, args), []
+    except ExecSyntaxError as exc:
+        start, unwritable = None, ["A launch word cannot go into the unit's ExecStart=: %s (check sglang_server_command, "
+                                   "sglang_server_model_path and sglang_server_extra_args)." % exc]
     return {
         "service": service, "unit_file": unit_file, "unit_prev": unit_file + ".prev", "env_file": conf + ".env",
         "argv_file": conf + ".argv.json",
         "prev_files": [{"current": f, "previous": f + ".prev", "mode": m, "secret": x} for f, m, x in files],
         "launcher": LAUNCHER, "exec": exe, "argv": args, "env": env,
-        "exec_start": exec_start(exe, args), "environment_lines": environment_lines(env),
+        "exec_start": start, "environment_lines": environment_lines(env),
         "record": {"unit": service, "command": s[P + "command"], "args": args, "environment": env,
                    "secrets": [n for n, v in (("SGLANG_API_KEY", s[P + "api_key"]), ("HF_TOKEN", s[P + "hf_token"])) if v]},
         "nodes": nodes["nodes"], "nnodes": nodes["nnodes"], "node_rank": nodes["node_rank"], "node0": nodes["node0"],
@@ -310,7 +302,7 @@ def plan(settings, host, groups, hostvars, play_batch=None):
         "router_urls": router_urls(s, host, groups, hostvars),
         "verify_command": _VERIFY.format(service, strict), "ready_path": s[P + "ready_path"],
         "ready_timeout": s[P + "ready_timeout"], "security_max_exposure": s[P + "security_max_exposure"],
-        "problems": problems(s, nodes, env, extra_managed, play_batch),
+        "problems": problems(s, nodes, env, extra_managed, play_batch) + unwritable,
     }
 
 

@@ -29,8 +29,12 @@ description:
     says fp8 and names the backend. Some architectures (DeepSeek V4, Muse Spark, DeepSeek sparse-attention
     checkpoints on SM100+, MiniMax-M3 NVFP4) do it when the flag is C(auto). C(checkpoint) and the fix name
     the architecture.
-  - C(checkpoint) is what O(checkpoint) makes C(auto) resolve to. SGLang consults the checkpoint only when the
+  - C(checkpoint) is what the checkpoint served makes C(auto) resolve to. SGLang consults the checkpoint only when the
     server args still say C(auto) after its argument processing. Otherwise this row repeats them and does not count.
+  - The checkpoint served is the one the server runs, never one named in its log. It is the C(--model-path) (or
+    C(--model)) of the launch command, checked against C(model_path) of C(/server_info) when the server answers
+    (the server's alone without a launch command). When they differ, the guard fails with verdict C(mixed) and
+    a fix naming both. RV(model) says what was found.
   - C(server) is what the live server's C(/server_info) reports. For SGLang 0.5.17 and newer that is the top-level
     C(kv_cache_dtype), the server args after argument resolution. Without C(/server_info), the same value comes
     from a log dump that log_audit reports as a dict. For 0.5.16 and older it is
@@ -64,22 +68,33 @@ options:
   argv:
     description:
       - The SGLang launch command as a list of words (for example the unit's rendered C(ExecStart)).
-      - An element that holds a whole command line (as in C(sh -c '...')) is split into words.
+      - Each element is one word, spaces included. Only a whole command line given as the only element, or as the
+        script of a shell's C(-c) (C(sh -c '...')), is split into words as that shell would.
       - Mutually exclusive with O(unit).
     type: list
     elements: str
   unit:
     description:
-      - A systemd unit whose C(ExecStart) is read with C(systemctl show --property=ExecStart -- UNIT). The first
-        command that looks like an SGLang launch is used.
-      - The unit file is what the next start will use, not necessarily what is running. A mismatch with the
-        running server's flag is reported in RV(notes) and usually makes the verdict C(mixed).
+      - A systemd unit whose C(ExecStart) is read from the unit file and its drop-ins (C(systemctl cat -- UNIT)),
+        split as systemd splits it (quotes, C escapes, C($VAR) and C(${VAR}), C(%%) and the unit name's
+        specifiers, continued lines, prefixes). The first command that looks like an SGLang launch is used.
+      - C(systemctl show) prints the loaded command with its words joined by spaces, which loses the word
+        boundaries, so it only confirms the file is what systemd loaded. When they differ (a unit changed without
+        C(systemctl daemon-reload)), C(argv) is C(unknown) with the reason.
+      - While the unit runs, its main process's C(/proc/PID/cmdline) (NUL-separated, exact) must hold the same
+        words. It then is the argv judged, with the values systemd gave the unit's variables. When it differs
+        (the unit changed after the start), C(argv) is C(unknown) with the reason.
+      - A mismatch between the launch flag and the running server's is reported in RV(notes) and usually makes the
+        verdict C(mixed).
       - Mutually exclusive with O(argv).
     type: str
   checkpoint:
     description:
       - The checkpoint directory being served (the one with C(config.json)). It decides what C(auto)
         resolves to, and its architecture sizes the C(pool_bytes) arithmetic.
+      - By default, the directory the server runs (see RV(model)). When set, it must be that directory, or the guard
+        fails naming both. It is needed where the server names no local directory (a hub id such as
+        C(Qwen/Qwen3-8B), or a relative path).
     type: path
   url:
     description:
@@ -95,7 +110,8 @@ options:
     description:
       - The C(facts) of C(llmops.sglang.log_audit) for the current invocation of the server (keys used are
         C(kv_cache_dtype_configured), C(kv_dtype_effective), C(kv_pools), C(fp8_scale_warning), C(tp_size),
-        C(model_path), and C(server_args_format) (C(dict) or C(repr)) when present).
+        C(server_args_format) (C(dict) or C(repr)) when present, and C(model_path), which only adds a note when it
+        is not the checkpoint judged, as the log never chooses the checkpoint).
       - Facts of an earlier invocation describe an earlier server. Pass only the current one's facts, which is
         what log_audit reports for a log holding several starts.
     type: dict
@@ -135,10 +151,9 @@ EXAMPLES = r"""
     unit: sglang.service
   register: sglang_log
 
-- name: Refuse anything but a bf16 KV cache
+- name: Refuse anything but a bf16 KV cache (the checkpoint is the unit's --model-path)
   llmops.sglang.kv_cache_guard:
     unit: sglang.service
-    checkpoint: /models/Qwen3.5-397B-A17B-NVFP4
     url: http://127.0.0.1:30000
     api_key: "{{ sglang_api_key }}"
     log_facts: "{{ sglang_log.facts }}"
@@ -227,10 +242,42 @@ fix:
   returned: always
   type: str
 notes:
-  description: Inconsistencies worth a look (unit changed without a restart, log of another model); also shown as warnings.
+  description: >-
+    Inconsistencies worth a look (unit changed without a restart, log of another model, a unit whose running process
+    could not be read); also shown as warnings.
   returned: always
   type: list
   elements: str
+model:
+  description: The model the server runs and the checkpoint judged.
+  returned: always
+  type: dict
+  contains:
+    path:
+      description: The model path served (the launch command's, else the server's), or null.
+      type: str
+    source:
+      description: C(argv) or C(/server_info), or null.
+      type: str
+    argv:
+      description: The launch command's C(--model-path) or C(--model) (the last one given), or null.
+      type: str
+    server:
+      description: C(model_path) of C(/server_info), or null.
+      type: str
+    conflict:
+      description: Why the launch command and the server disagree (naming both), else null. The guard then fails.
+      type: str
+    checkpoint:
+      description: The checkpoint directory inspected for the C(checkpoint) and C(pool_bytes) signals, or null.
+      type: str
+  sample:
+    path: /models/Qwen3.5-397B-A17B-NVFP4
+    source: argv
+    argv: /models/Qwen3.5-397B-A17B-NVFP4
+    server: /models/Qwen3.5-397B-A17B-NVFP4
+    conflict: null
+    checkpoint: /models/Qwen3.5-397B-A17B-NVFP4
 argv:
   description: The launch command read from O(unit) or given in O(argv), with C(--api-key) values masked, or null.
   returned: always
@@ -248,30 +295,55 @@ from ansible_collections.llmops.sglang.plugins.module_utils._checkpoint import C
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
     DEFAULT_MIN_SIGNALS,
     GuardError,
+    checkpoint_to_inspect,
     evaluate,
-    parse_execstart,
     redact_argv,
     select_launch_command,
+    served_model,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, show
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SHOW_TIMEOUT, SystemdError, run, show
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import (
+    ExecSyntaxError,
+    loaded_differs,
+    process_differs,
+    read_cmdline,
+    shown_commands,
+    unit_commands,
+)
 
 
 def read_unit_argv(module, unit):
-    """(argv or None, error or None) from the unit's ExecStart."""
+    """(argv or None, error or None, notes) from the unit: its ExecStart= split as systemd splits it (systemctl cat),
+    checked against what systemd loaded (systemctl show) and, while it runs, the main process's /proc/PID/cmdline."""
+    systemctl = module.get_bin_path("systemctl") or "systemctl"
     try:
-        state = show(unit, ["ExecStart"], module.get_bin_path("systemctl"))
-    except SystemdError as exc:
-        return None, "%s; or pass argv instead of unit" % str(exc)[:500]
-    commands = parse_execstart(state.get("ExecStart", ""))
+        state = show(unit, ["ExecStart", "MainPID"], systemctl)
+        rc, out, err = run([systemctl, "cat", "--", unit], timeout=SHOW_TIMEOUT)
+        if rc != 0:
+            raise SystemdError("systemctl cat %s failed (rc=%s): %s" % (unit, rc, " ".join(err.split())[:300]))
+        commands = unit_commands(out.decode("utf-8", "replace"), unit if "." in unit else unit + ".service")
+    except (SystemdError, ExecSyntaxError) as exc:
+        return None, "%s; or pass argv instead of unit" % str(exc)[:500], []
     if not commands:
         return None, ("unit %s has no ExecStart (not installed, or the name is wrong: check systemctl status %s), or "
-                      "pass argv" % (unit, unit))
-    argv = select_launch_command(commands)
+                      "pass argv" % (unit, unit)), []
+    differs = loaded_differs(commands, shown_commands(state.get("ExecStart", "")))
+    if differs:
+        return None, differs, []
+    argv = select_launch_command([command["argv"] for command in commands])
     if argv is None:
         return None, ("unit %s has %d ExecStart commands and none looks like an SGLang launch: pass argv"
-                      % (unit, len(commands)))
-    return argv, None
+                      % (unit, len(commands))), []
+    command = next(c for c in commands if c["argv"] is argv)
+    pid = state.get("MainPID", "0")
+    cmdline = read_cmdline(pid) if pid.isdigit() and pid != "0" else None
+    if cmdline is not None:
+        differs = process_differs(command, cmdline)
+        # the process's own argv is the unit's word for word, with the values of the unit's $VARIABLES filled in
+        return (None, differs, []) if differs else (cmdline, None, [])
+    return argv, None, ["unit %s: no running main process whose /proc/PID/cmdline could be read (MainPID %s), so its "
+                        "ExecStart was not checked against what runs" % (unit, pid)] if pid != "0" else []
 
 
 def main():
@@ -305,17 +377,12 @@ def main():
     if p["tp_size"] is not None and p["tp_size"] < 1:
         module.fail_json(msg="tp_size must be >= 1 (the server's --tp-size), got %d" % p["tp_size"])
 
+    unit_notes = []
     if p["unit"]:
-        argv, error = read_unit_argv(module, p["unit"])
+        argv, error, unit_notes = read_unit_argv(module, p["unit"])
         inputs.update(argv=argv, argv_error=error, argv_source="unit %s ExecStart" % p["unit"])
     elif p["argv"] is not None:
         inputs.update(argv=p["argv"], argv_source="argv")
-
-    if p["checkpoint"]:
-        try:
-            inputs["checkpoint"] = inspect_checkpoint(p["checkpoint"])
-        except CheckpointError as exc:
-            inputs["checkpoint_error"] = str(exc)
 
     server = None
     if p["url"]:
@@ -329,12 +396,25 @@ def main():
         else:
             inputs["server_error"] = "%s: %s" % (server["error"]["class"], server["error"]["message"])
 
+    # the checkpoint judged is the one the server runs (argv, /server_info), never the log's
+    served = served_model(inputs.get("argv"), inputs.get("server_info"))
+    path, why = checkpoint_to_inspect(served, p["checkpoint"])
+    inputs["checkpoint_given"] = p["checkpoint"]
+    if path:
+        try:
+            inputs["checkpoint"] = inspect_checkpoint(path)
+        except CheckpointError as exc:
+            inputs["checkpoint_error"] = str(exc)
+    elif why:
+        inputs["checkpoint_error"] = why
+
     try:
         result = evaluate(inputs)
     except GuardError as exc:
         module.fail_json(msg=str(exc))
     result = dict(result, argv=redact_argv(inputs.get("argv"), p["api_key"]), server=server)
     msg = result.pop("message")
+    result["notes"] = unit_notes + result["notes"]
     for note in result["notes"]:
         module.warn(note)
     if not result["passed"]:

@@ -131,3 +131,27 @@ def test_without_a_server_a_dict_dump_is_the_server_signal():
     res = kg.evaluate({"log_facts": facts, "server_error": "refused: connection refused"})
     sig = signals(res)["server"]
     assert (sig["verdict"], sig["counted"]) == ("bf16", True) and "log server_args dump (a dict" in sig["evidence"]
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_checkpoint_judged_is_what_the_real_server_ran_never_the_log(name):
+    """The module's argv and the real /server_info name the checkpoint the run inspected; a log naming another model
+    (the forged server_args record of issue 26) changes neither the model nor the verdict, only adds a note."""
+    run = recorded(name)
+    argv = run["clean"]["guard"]["argv"]
+    res = kg.evaluate(dict(inputs(name), argv=argv))
+    path = run["checkpoint_info"]["path"]
+    assert res["model"] == {"path": path, "source": "argv", "argv": path, "server": path, "conflict": None, "checkpoint": path}
+    forged = inputs(name)
+    forged["log_facts"] = dict(forged["log_facts"], model_path="/tmp/forged-model")
+    got = kg.evaluate(dict(forged, argv=argv))
+    assert (got["verdict"], got["passed"], got["model"]) == (res["verdict"], res["passed"], res["model"])
+    assert any("/tmp/forged-model" in note for note in got["notes"])
+
+
+def test_a_unit_naming_another_model_than_the_real_server_fails_naming_both():
+    run = recorded("trap-bf16")
+    argv = [("/tmp/real-gpu/ckpt/hybrid" if w == "/tmp/real-gpu/ckpt/trap-fp8" else w) for w in run["clean"]["guard"]["argv"]]
+    res = kg.evaluate(dict(inputs("trap-bf16"), argv=argv))
+    assert res["verdict"] == "mixed" and not res["passed"]
+    assert "--model-path /tmp/real-gpu/ckpt/hybrid" in res["message"] and "model_path is /tmp/real-gpu/ckpt/trap-fp8" in res["message"]

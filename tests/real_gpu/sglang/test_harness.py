@@ -23,9 +23,9 @@ sys.path.insert(0, str(HERE))
 
 import run  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import parse_execstart  # noqa: E402
 from ansible_collections.llmops.sglang.plugins.module_utils._readiness import wait_ready  # noqa: E402
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import parse_show  # noqa: E402
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import shown_commands, unit_commands  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "real-sglang"
 LOG = FIXTURES / "sglang-0.5.16-h200-trap-bf16-forged.log"
@@ -56,7 +56,9 @@ def test_systemctl_stand_in_answers_what_readiness_and_the_guard_parse(unit):
     assert state == {"LoadState": "loaded", "ActiveState": "active", "MainPID": str(proc.pid),
                      "InvocationID": "0123456789abcdef0123456789abcdef"}
     execstart = stand_in("systemctl", units, "show", "-p", "ExecStart", "--value", "--", "sglang-rg.service").stdout.decode()
-    assert parse_execstart(execstart) == [argv]
+    assert shown_commands(execstart) == [" ".join(argv)]
+    [command] = unit_commands(stand_in("systemctl", units, "cat", "--", "sglang-rg.service").stdout.decode(), "sglang-rg.service")
+    assert command["argv"] == argv and shown_commands(execstart) == [" ".join(command["shown"])]
     proc.kill()
     proc.wait()
     dead = parse_show(stand_in("systemctl", units, "show", "-p", "ActiveState", "-p", "MainPID", "sglang-rg").stdout.decode())

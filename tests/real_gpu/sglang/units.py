@@ -1,7 +1,8 @@
-"""A stand-in for `systemctl show` and `journalctl`, answering for servers the real-SGLang run started itself.
+"""A stand-in for `systemctl show`, `systemctl cat` and `journalctl`, answering for servers the real-SGLang run started itself.
 
 The GPU machine has no systemd, but `sglang_wait_ready` and the `audit` role's guard read a unit: its state
-and ExecStart (`systemctl show`) and the journal of its current invocation (`journalctl
+and ExecStart (`systemctl show`, and the unit file `systemctl cat` prints, its ExecStart= written by the
+collection's own quoting) and the journal of its current invocation (`journalctl
 _SYSTEMD_INVOCATION_ID=ID _SYSTEMD_UNIT=UNIT _TRANSPORT=stdout -o json --output-fields=...`). run.py starts each
 server with setsid, its output appended to a log file, and writes UNITS/NAME.json ({pid, argv, env, log,
 invocation_id, start_monotonic_us}); called as `systemctl` or `journalctl` (run.py puts both names first on PATH;
@@ -15,7 +16,11 @@ UNITS is $RG_UNITS.
 
 import json
 import os
+import pathlib
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "collections"))
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import command_line  # noqa: E402  pylint: disable=wrong-import-position
 
 SHOW_DEFAULTS = {"LoadState": "not-found", "ActiveState": "inactive", "SubState": "dead", "Result": "success", "NRestarts": "0",
                  "InvocationID": "", "MainPID": "0", "ExecMainCode": "0", "ExecMainStatus": "0",
@@ -60,9 +65,21 @@ def properties(rec):
     return props
 
 
+def cat(args):
+    units = [arg for arg in args if arg != "--"]
+    rec = load(units[0]) if len(units) == 1 else None
+    if rec is None:
+        return fail("No files found for %r." % units)
+    name = units[0] if units[0].endswith(".service") else units[0] + ".service"
+    sys.stdout.write("# /etc/systemd/system/%s\n[Service]\nExecStart=%s\n" % (name, command_line(rec["argv"])))
+    return 0
+
+
 def systemctl(args):
+    if args and args[0] == "cat":
+        return cat(args[1:])
     if not args or args[0] != "show":
-        return fail("systemctl stand-in: only 'show' is answered, not %r" % args)
+        return fail("systemctl stand-in: only 'show' and 'cat' are answered, not %r" % args)
     wanted, value_only, units, rest = [], False, [], args[1:]
     while rest:
         arg = rest.pop(0)

@@ -31,6 +31,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _journal as j
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
+from ansible_collections.llmops.sglang.plugins.module_utils import _systemd_exec as se
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as rd
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
@@ -564,13 +565,20 @@ def _guard_case(m):
 
 
 def test_kv_guard(request):
-    """_kv_guard's argv and ExecStart parsers and its verdict on mutated inputs."""
+    """_kv_guard's argv parser and its verdict, and _systemd_exec's ExecStart= reader and writer, on mutated inputs:
+    whatever quote writes reads back as the same words."""
     def check(case):
         words, text, inputs = case
         kg.classify_dtype(text)
         kg.parse_launch_argv(words)
         kg.redact_argv(words, "sk-fuzz-1")
-        kg.select_launch_command(kg.parse_execstart(text))
+        kg.served_model(words, inputs.get("server_info"))
+        se.shown_commands(text)
+        commands = clean(lambda: se.unit_commands("[Service]\nExecStart=" + text, "sglang.service"), se.ExecSyntaxError)
+        kg.select_launch_command([c["argv"] for c in commands or []])
+        line = clean(lambda: se.command_line(words, breaks={2}), se.ExecSyntaxError) if words else None
+        if line is not None:
+            assert [c["argv"] for c in se.unit_commands("[Service]\nExecStart=" + line)] == [[str(w) for w in words]]
         clean(lambda: kg.evaluate(inputs), kg.GuardError)
     fuzz(request, _guard_case, check, 3000)
 

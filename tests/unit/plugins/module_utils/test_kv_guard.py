@@ -7,6 +7,7 @@ import ast
 import json
 import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
@@ -68,6 +69,11 @@ def server(name="0.5.23-bf16", **changes):
     return si.clean(info)
 
 
+def serving(argv, info):
+    """argv with the --model-path the /server_info answer runs (the guard fails when they differ)."""
+    return [info["model_path"] if word == MODEL_DIR else word for word in argv]
+
+
 def by_name(result):
     return {s["name"]: s for s in result["signals"]}
 
@@ -109,7 +115,8 @@ def test_auto_with_fp8_checkpoint_fails_without_any_warning(ckpts):
 
 
 def test_auto_with_fp8_checkpoint_on_sglang_0_5_16_the_schedulers_say_fp8(ckpts):
-    res = kg.evaluate({"argv": BASE_ARGV, "checkpoint": ckpts["fp8"], "server_info": server("0.5.16-auto-fp8-checkpoint")})
+    info = server("0.5.16-auto-fp8-checkpoint")
+    res = kg.evaluate({"argv": serving(BASE_ARGV, info), "checkpoint": ckpts["fp8"], "server_info": info})
     sig = by_name(res)
     assert sig["server"]["verdict"] == "fp8" and sig["server"]["counted"]
     assert "internal_states[*].kv_cache_dtype=['fp8_e4m3']" in sig["server"]["evidence"]
@@ -351,7 +358,8 @@ def facts_0_5_23(dtype, bpe, tokens, dump):
      ["checkpoint", "server", "log_dtype", "pool_bytes"]),
 ])
 def test_real_shaped_answers_give_the_right_verdict(ckpts, release, answer, argv, log, ckpt, verdict, counted):
-    res = kg.evaluate({"argv": argv, "checkpoint": ckpts[ckpt], "server_info": server(answer), "log_facts": facts_0_5_23(*log)})
+    info = server(answer)
+    res = kg.evaluate({"argv": serving(argv, info), "checkpoint": ckpts[ckpt], "server_info": info, "log_facts": facts_0_5_23(*log)})
     assert res["verdict"] == verdict and res["passed"] == (verdict == "bf16"), res["message"]
     assert [s["name"] for s in res["signals"] if s["counted"]] == counted
     assert "SGLang %s rules" % release in by_name(res)["server"]["evidence"]
@@ -630,29 +638,123 @@ def test_launch_commands_that_prove_nothing(argv, why):
     assert sig["verdict"] == "unknown" and why in sig["evidence"]
 
 
-def test_execstart_of_systemctl_show():
-    # systemctl show -p ExecStart --value: argv joined by single spaces, no quoting
-    text = ("{ path=/opt/sglang/.venv/bin/python ; argv[]=/opt/sglang/.venv/bin/python -m sglang.launch_server "
-            "--model-path /models/Qwen3.5-397B-A17B-NVFP4 --tp 8 --kv-cache-dtype bf16 "
-            "--model-loader-extra-config {\"enable_multithread_load\": true} ; ignore_errors=no ; "
-            "start_time=[Mon 2026-11-30 10:00:00 UTC] ; stop_time=[n/a] ; pid=4242 ; code=(null) ; status=0/0 }\n")
-    cmds = kg.parse_execstart(text)
-    assert len(cmds) == 1 and cmds[0][:3] == ["/opt/sglang/.venv/bin/python", "-m", "sglang.launch_server"]
-    assert kg.parse_launch_argv(kg.select_launch_command(cmds))["kv_cache_dtype"] == "bf16"
-    ex = text.replace("ignore_errors=no", "flags=ignore-failure")
-    assert kg.parse_execstart(ex) == cmds
+def test_a_word_with_spaces_stays_one_word():
+    # the unit's argv as systemd splits it: "/models/with space" is one word, never two
+    got = kg.parse_launch_argv(["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", "/models/with space",
+                                "--kv-cache-dtype", "bf16"])
+    assert got["model_path"] == "/models/with space" and got["kv_cache_dtype"] == "bf16" and got["words"] == 7
+    # a whole command line (the only element, or a shell's -c script) is still split as the shell would
+    assert kg.parse_launch_argv(["python -m sglang.launch_server --model-path '/m n' --tp 2"])["model_path"] == "/m n"
 
 
-def test_execstart_with_several_commands_picks_sglang():
-    text = ("{ path=/usr/bin/nvidia-smi ; argv[]=/usr/bin/nvidia-smi -pm 1 ; ignore_errors=yes ; start_time=[n/a] ; "
-            "stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\n"
-            "{ path=/usr/bin/python3 ; argv[]=/usr/bin/python3 -m sglang.launch_server --model-path /m ; ignore_errors=no "
-            "; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\n")
-    cmds = kg.parse_execstart(text)
-    assert [c[0] for c in cmds] == ["/usr/bin/nvidia-smi", "/usr/bin/python3"]
+def test_several_commands_pick_sglang():
+    cmds = [["/usr/bin/nvidia-smi", "-pm", "1"], ["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", "/m"]]
     assert kg.select_launch_command(cmds)[0] == "/usr/bin/python3"
-    assert kg.parse_execstart("") == [] and kg.select_launch_command([]) is None
-    assert kg.select_launch_command([["a"], ["b"]]) is None
+    assert kg.select_launch_command([]) is None and kg.select_launch_command([["a"], ["b"]]) is None
+
+
+# --- the checkpoint served -----------------------------------------------------------------------
+
+
+def test_the_model_served_comes_from_argv_and_the_server_never_the_log(ckpts):
+    info = server("0.5.23-bf16")
+    argv = serving(ARGV_BF16, info)
+    assert kg.served_model(argv, info) == {"path": info["model_path"], "source": "argv", "argv": info["model_path"],
+                                           "server": info["model_path"], "conflict": None}
+    assert kg.served_model(None, info)["source"] == "/server_info"
+    assert kg.served_model(["python", "-m", "sglang.launch_server", "--model", "/a", "--model-path", "/b/"])["path"] == "/b/"
+    # a log naming another model decides nothing: at most a note
+    res = kg.evaluate({"argv": argv, "server_info": info, "log_facts": dict(facts(), model_path="/models/decoy")})
+    assert res["model"]["path"] == info["model_path"] and "/models/decoy" not in json.dumps(res["model"])
+
+
+def test_argv_and_server_disagreeing_fails_naming_both():
+    info = server("0.5.23-bf16")
+    res = kg.evaluate({"argv": ARGV_BF16 + ["--model-path", "/models/other"], "server_info": info, "min_signals": 1})
+    assert res["verdict"] == "mixed" and not res["passed"]
+    assert "--model-path /models/other" in res["fix"] and "model_path is %s" % info["model_path"] in res["fix"]
+    assert "/models/other" in res["message"] and info["model_path"] in res["message"]
+
+
+def test_a_checkpoint_given_must_be_the_one_served(ckpts):
+    info = server("0.5.23-bf16")
+    argv = serving(ARGV_BF16, info)
+    res = kg.evaluate({"argv": argv, "server_info": info, "checkpoint": ckpts["fp8"], "checkpoint_given": "/models/x",
+                       "min_signals": 1})
+    assert not res["passed"] and "the checkpoint given is /models/x but the server runs %s (argv)" % info["model_path"] in res["fix"]
+    same = kg.evaluate({"argv": argv, "server_info": info, "checkpoint_given": info["model_path"] + "/", "min_signals": 1})
+    assert same["passed"], same["message"]
+
+
+def test_a_checkpoint_given_through_a_symlink_is_the_one_served(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    argv = ARGV_BF16[:4] + [str(tmp_path / "real")] + ARGV_BF16[5:]
+    res = kg.evaluate({"argv": argv, "checkpoint_given": str(tmp_path / "link"), "min_signals": 1})
+    assert res["passed"] and res["model"]["argv"] == str(tmp_path / "real"), res["message"]
+    other = kg.evaluate({"argv": argv, "checkpoint_given": str(tmp_path), "min_signals": 1})
+    assert not other["passed"] and "the checkpoint given is %s" % tmp_path in other["fix"]
+
+
+# Where SGLang 0.5.23 renames a process (setproctitle): only in processes it starts, never in the one systemd started,
+# so the unit's main process keeps its argv in /proc/PID/cmdline, which kv_cache_guard compares with the unit's.
+RETITLED = {("managers/data_parallel_controller.py", "run_data_parallel_controller_process"),
+            ("managers/detokenizer_manager.py", "run_detokenizer_process"),
+            ("managers/multi_tokenizer_mixin.py", "run_multi_detokenizer_router_process"),
+            ("managers/multi_tokenizer_mixin.py", "__init__"),  # TokenizerWorker: one per HTTP worker process
+            ("managers/scheduler.py", "configure_scheduler_process")}
+
+
+def test_sglang_renames_only_the_processes_it_starts():
+    srt = pathlib.Path(sglang_source.srt_dir())
+    found = set()
+    for path in srt.rglob("*.py"):
+        if "setproctitle" not in path.read_text(encoding="utf-8"):
+            continue
+        for func in ast.walk(sglang_source.parse(path)):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = [c for c in ast.walk(func) if isinstance(c, ast.Call)]
+                if any(getattr(c.func, "attr", getattr(c.func, "id", None)) == "setproctitle" for c in calls):
+                    found.add((path.relative_to(srt).as_posix(), func.name))
+    assert found == RETITLED
+
+
+MODEL_SPELLINGS = [["--model-path", "/a"], ["--model=/a"], ["--model-p", "/a"], ["--model-pat=/a"], ["--model", "/b", "--model-pa", "/a"],
+                   ["--model-path", "/a b"], ["--mode", "/a"], ["--model-", "/a"]]
+ASK_PARSER = """
+import argparse, json, sys
+from sglang.srt.server_args import ServerArgs
+parser = argparse.ArgumentParser(exit_on_error=False)
+ServerArgs.add_cli_args(parser)
+out = []
+for words in json.loads(sys.argv[1]):
+    try:
+        out.append(parser.parse_known_args(words)[0].model_path)
+    except (argparse.ArgumentError, SystemExit):
+        out.append(None)
+print(json.dumps(out))
+"""
+
+
+def test_the_model_flag_is_read_as_sglangs_parser_reads_it(sglang_python):
+    """SGLang 0.5.23's own parser (argparse with abbreviations) names the model path of each spelling; the guard agrees."""
+    got = subprocess.run([sglang_python, "-c", ASK_PARSER, json.dumps(MODEL_SPELLINGS)], capture_output=True, text=True,
+                         check=True, timeout=600)
+    sglang = json.loads(got.stdout.strip().splitlines()[-1])
+    ours = [kg.parse_launch_argv(["python", "-m", "sglang.launch_server"] + words)["model_path"] for words in MODEL_SPELLINGS]
+    assert ours == sglang and sglang[:6] == ["/a", "/a", "/a", "/a", "/a", "/a b"] and sglang[6:] == [None, None]
+
+
+@pytest.mark.parametrize("served,given,path,why", [
+    ({"path": "/models/a"}, None, "/models/a", None),
+    ({"path": "/models/a"}, "/models/b", "/models/b", None),  # inspected, and evaluate fails on the conflict
+    ({"path": "Qwen/Qwen3-8B"}, None, None, "not an absolute path"),
+    ({"path": "Qwen/Qwen3-8B"}, "/snap/q", "/snap/q", None),
+    ({"path": None}, None, None, None),
+])
+def test_checkpoint_to_inspect(served, given, path, why):
+    got = kg.checkpoint_to_inspect(served, given)
+    assert got[0] == path and (why is None and got[1] is None or why in got[1])
 
 
 def test_argv_from_the_running_server_when_no_command_is_given(ckpts):

@@ -5,7 +5,6 @@
 (sglang-router, pinned in requirements.txt); URLs parse by the collection's one URL rule."""
 
 import pathlib
-import shlex
 
 import pytest
 import yaml
@@ -14,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.filter.router_plan import router_plan
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_plan as rp
 from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import unit_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 DEFAULTS = yaml.safe_load((ROOT / "roles" / "router" / "defaults" / "main.yml").read_text())
@@ -81,11 +81,13 @@ def test_every_flag_setting_is_a_documented_default():
 
 
 def test_exec_start_keeps_every_word_literal_for_systemd():
-    p = plan(router_extra_args=["--log-dir", "/var/log/50% $HOME"])
-    # systemd: %% -> %, $$ -> $; then the words split like a shell's
-    words = shlex.split(p["exec_start"].replace(" \\\n    ", " ").replace("%%", "%").replace("$$", "$"))
-    assert words == ["/opt/sglang-router/venv/bin/python", "/opt/sglang-router/launch_router.py"] + p["cli_args"]
-    assert "'/var/log/50%% $$HOME'" in p["exec_start"]
+    p = plan(router_extra_args=["--log-dir", "/var/log/50% $HOME \\n"])
+    # read back as systemd reads the unit (_systemd_exec, checked against real systemd)
+    [command] = unit_commands("[Service]\nExecStart=%s\n" % p["exec_start"])
+    assert command["argv"] == ["/opt/sglang-router/venv/bin/python", "/opt/sglang-router/launch_router.py"] + p["cli_args"]
+    assert '"/var/log/50%% $$HOME \\\\n"' in p["exec_start"]
+    refused = plan(router_extra_args=["--log-dir", "/var/log\nExecStartPre=/bin/sh"])
+    assert refused["exec_start"] is None and "cannot go into the unit's ExecStart=" in refused["problems"][-1]
 
 
 @pytest.mark.parametrize("changes, source", [

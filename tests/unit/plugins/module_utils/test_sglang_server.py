@@ -17,6 +17,7 @@ from ansible.vars.manager import VariableManager
 from ansible_collections.llmops.sglang.plugins.filter.sglang_server_plan import sglang_server_plan
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_server as srv
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_name
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import quote
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 ROLE = ROOT / "roles" / "sglang_server"
@@ -119,9 +120,10 @@ def test_an_empty_node_group_is_a_verdict_not_a_traceback(inventory):
 
 
 def test_systemd_words_are_quoted_and_escaped():
-    assert srv.systemd_word("--port") == "--port"
-    assert srv.systemd_word("${SGLANG_API_KEY}") == '"$${SGLANG_API_KEY}"'
-    assert srv.systemd_word('a "b" 5%') == '"a \\"b\\" 5%%"'
+    # the one quoting of ExecStart= words (_systemd_exec; its tests check it against real systemd)
+    assert quote("--port") == "--port"
+    assert quote("${SGLANG_API_KEY}") == '"$${SGLANG_API_KEY}"'
+    assert quote('a "b" 5%') == '"a \\"b\\" 5%%"'
     assert srv.exec_start(["/p", "x"], ["--a", "1", "-v", "--b"]) == "/p x \\\n    --a 1 -v \\\n    --b"
 
 

@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd
-from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import parse_execstart
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import shown_commands
 
 READINESS = ("LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
              "ExecMainStatus", "ExecMainStartTimestampMonotonic", "ControlGroup", "TimeoutStopUSec")
@@ -63,10 +63,9 @@ def test_an_unknown_unit_names_the_fix(sample, name, props):
 
 def test_every_execstart_line_is_kept(sample):
     state = _systemd.show("two-step.service", ["ExecStart"], run=fake_run(sample("show-execstart-two.txt")))
-    assert parse_execstart(state["ExecStart"]) == [["/bin/true", "first"], ["/bin/echo", "second", "--tp", "2"]]
+    assert shown_commands(state["ExecStart"]) == ["/bin/true first", "/bin/echo second --tp 2"]
     state = _systemd.show("sglang-sample.service", ["ExecStart"], run=fake_run(sample("show-execstart.txt")))
-    assert parse_execstart(state["ExecStart"]) == [["/bin/sleep", "600", "--model-path", "/models/Qwen3-8B", "--kv-cache-dtype",
-                                                    "fp8_e4m3", "--port", "30000"]]
+    assert shown_commands(state["ExecStart"]) == ["/bin/sleep 600 --model-path /models/Qwen3-8B --kv-cache-dtype fp8_e4m3 --port 30000"]
 
 
 def test_a_host_without_systemd(sample):

@@ -6,6 +6,7 @@
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import command_line
 from ansible_collections.llmops.sglang.plugins.modules import kv_cache_guard
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -164,39 +166,129 @@ def test_host_switched_from_fp8_to_bf16_passes_on_its_current_invocation(lab, tm
 # --- the unit's ExecStart through systemctl -----------------------------------------------------
 
 
-def fake_systemctl(tmp_path, monkeypatch, output, rc=0, err=""):
+def fake_systemctl(tmp_path, monkeypatch, output, rc=0, err="", cat=None):
+    """A systemctl that answers show with output (and err, rc) and cat with cat (default: output)."""
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     (tmp_path / "out.txt").write_text(output)
+    (tmp_path / "cat.txt").write_text(output if cat is None else cat)
     (tmp_path / "err.txt").write_text(err)
     script = bindir / "systemctl"
-    script.write_text("#!/bin/sh\necho \"$@\" > %s/args.txt\ncat %s/out.txt\ncat %s/err.txt >&2\nexit %d\n"
-                      % (tmp_path, tmp_path, tmp_path, rc))
+    script.write_text("#!/bin/sh\necho \"$@\" >> %s/args.txt\nif [ \"$1\" = cat ]; then cat %s/cat.txt; else cat %s/out.txt; fi\n"
+                      "cat %s/err.txt >&2\nexit %d\n" % (tmp_path, tmp_path, tmp_path, tmp_path, rc))
     script.chmod(0o755)
     monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
 
 
-# the shape of tests/fixtures/tool-outputs/systemctl-show/show-execstart.txt, with an SGLang launch
-EXECSTART = ("ExecStart={ path=/opt/sglang/.venv/bin/python ; argv[]=/opt/sglang/.venv/bin/python -m sglang.launch_server "
-             "--model-path /models/Qwen3.5-397B-A17B-NVFP4 --tp 8 --kv-cache-dtype %s --api-key " + KEY +
-             " ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\nLoadState=loaded\n")
+# a unit file as systemctl cat shows it (the lab checkpoint's path has a space, as systemd keeps it one word) and the
+# shape of tests/fixtures/tool-outputs/systemctl-show/show-execstart.txt for it (argv[] joined by spaces)
+def unit_files(model, flag):
+    words = ["/opt/sglang/.venv/bin/python", "-m", "sglang.launch_server", "--model-path", model, "--tp", "8"] + \
+        (["--kv-cache-dtype", flag] if flag else []) + ["--api-key", KEY]
+    cat = "# /etc/systemd/system/sglang.service\n[Service]\nExecStart=%s\n" % command_line(words, breaks={3, 5, 7})
+    show = ("ExecStart={ path=%s ; argv[]=%s ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; "
+            "code=(null) ; status=0/0 }\nMainPID=0\nLoadState=loaded\n" % (words[0], " ".join(words)))
+    return show, cat
+
+
+def spaced(lab, tmp_path):
+    """The lab checkpoint under a directory name with a space."""
+    path = tmp_path / "models dir" / "ckpt"
+    path.parent.mkdir()
+    shutil.copytree(lab, path)
+    return str(path)
+
+
 SHOW = "tool-outputs/systemctl-show/"
 
 
-def test_unit_execstart_is_read(lab, tmp_path, monkeypatch, capsys):
-    fake_systemctl(tmp_path, monkeypatch, EXECSTART % "bf16")
-    res = run({"unit": "sglang.service", "checkpoint": lab, "url": "", "min_signals": 1}, capsys)
-    assert (tmp_path / "args.txt").read_text().split() == ["show", "--property=ExecStart,LoadState", "--", "sglang.service"]
-    assert not res.get("failed") and rows(res)["argv"]["verdict"] == "bf16"
-    assert "unit sglang.service ExecStart: --kv-cache-dtype bf16" in rows(res)["argv"]["evidence"]
+def test_unit_execstart_is_read_as_systemd_splits_it(lab, tmp_path, monkeypatch, capsys):
+    model = spaced(lab, tmp_path)
+    show, cat = unit_files(model, "bf16")
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    calls = (tmp_path / "args.txt").read_text().splitlines()
+    assert calls == ["show --property=ExecStart,MainPID,LoadState -- sglang.service", "cat -- sglang.service"]
+    assert not res.get("failed"), res["msg"]
+    assert rows(res)["argv"]["verdict"] == "bf16" and "unit sglang.service ExecStart: --kv-cache-dtype bf16" in rows(res)["argv"]["evidence"]
+    # the checkpoint judged is the unit's --model-path, one word with its space, not a checkpoint option
+    assert res["model"]["checkpoint"] == model and res["model"]["source"] == "argv"
+    assert rows(res)["checkpoint"]["verdict"] == "bf16" and model in res["argv"]
     assert KEY not in json.dumps(res)
 
 
+@pytest.fixture
+def process(lab):
+    """A running process with SGLang-like flags (its /proc/PID/cmdline is the argv below)."""
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", "--model-path", lab, "--kv-cache-dtype", "bf16"]
+    proc = subprocess.Popen(argv)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(open("/proc/%d/cmdline" % proc.pid, "rb").read().split(b"\x00")) < len(argv):
+        time.sleep(0.05)
+    yield proc, argv
+    proc.kill()
+    proc.wait()
+
+
+def unit_for(words, pid):
+    cat = "# /etc/systemd/system/sglang.service\n[Service]\nExecStart=%s\n" % command_line(words, breaks={3})
+    show = ("ExecStart={ path=%s ; argv[]=%s ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=%d ; "
+            "code=(null) ; status=0/0 }\nMainPID=%d\nLoadState=loaded\n" % (words[0], " ".join(words), pid, pid))
+    return show, cat
+
+
+def test_the_unit_is_checked_against_the_running_process(lab, process, tmp_path, monkeypatch, capsys):
+    proc, argv = process
+    show, cat = unit_for(argv, proc.pid)
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert rows(res)["argv"]["verdict"] == "bf16" and res["notes"] == [] and res["argv"] == argv
+
+    # the unit (loaded: systemctl show says the same) asks for another KV dtype than the process was started with
+    show, cat = unit_for([w.replace("bf16", "fp8_e4m3") for w in argv], proc.pid)
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert rows(res)["argv"]["verdict"] == "unknown" and "the unit changed after the start; restart it" in rows(res)["argv"]["evidence"]
+
+
+def test_a_unit_variable_takes_the_running_process_value(lab, process, tmp_path, monkeypatch, capsys):
+    proc, argv = process
+    # --model-path ${MODEL}: written $${MODEL} would be literal, so the unit file is written by hand here
+    show, cat = unit_for(argv, proc.pid)
+    quoted = command_line([lab])
+    cat, show = cat.replace(quoted, "${MODEL}"), show.replace(" " + lab + " ", " ${MODEL} ")
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert res["argv"] == argv and res["model"]["checkpoint"] == lab and not res.get("failed"), res["msg"]
+
+
 def test_unit_with_auto_and_fp8_checkpoint(lab, tmp_path, monkeypatch, capsys):
-    fake_systemctl(tmp_path, monkeypatch, EXECSTART.replace("--kv-cache-dtype %s ", ""))
-    res = run({"unit": "sglang.service", "checkpoint": lab, "url": "", "min_signals": 1}, capsys)
+    show, cat = unit_files(lab, None)
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
     assert res["failed"] and res["verdict"] == "fp8"
     assert rows(res)["checkpoint"]["counted"] and rows(res)["argv"]["verdict"] == "unknown"
+
+
+def test_a_unit_file_systemd_has_not_loaded_is_not_the_argv(lab, tmp_path, monkeypatch, capsys):
+    show, cat = unit_files(lab, "bf16")
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat.replace("bf16", "fp8_e4m3"))
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert rows(res)["argv"]["verdict"] == "unknown" and "daemon-reload" in rows(res)["argv"]["evidence"]
+
+
+def test_a_unit_line_systemd_would_refuse_is_named(lab, tmp_path, monkeypatch, capsys):
+    show, _cat = unit_files(lab, "bf16")
+    fake_systemctl(tmp_path, monkeypatch, show, cat='[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server "open\n')
+    res = run({"unit": "sglang.service", "url": "", "min_signals": 1}, capsys)
+    assert "unbalanced \" quote: close it; or pass argv instead of unit" in rows(res)["argv"]["evidence"]
+
+
+def test_a_checkpoint_option_that_is_not_the_one_served_fails(lab, tmp_path, monkeypatch, capsys):
+    show, cat = unit_files("/models/served", "bf16")
+    fake_systemctl(tmp_path, monkeypatch, show, cat=cat)
+    res = run({"unit": "sglang.service", "checkpoint": lab, "url": "", "min_signals": 1}, capsys)
+    assert res["failed"] and "the checkpoint given is %s but the server runs /models/served (argv)" % lab in res["msg"]
 
 
 @pytest.mark.parametrize("output,err,rc,why", [
