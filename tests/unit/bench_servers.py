@@ -1,10 +1,13 @@
 # Copyright: contributors to llmops.sglang
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Servers the benchmark client tests talk to: the lab's SGLang simulator (a real subprocess) and small local HTTP
-servers answering what a test scripts (``CannedServers.make``)."""
+"""Servers the benchmark client tests talk to: the lab's SGLang simulator (a real subprocess), small local HTTP
+servers answering what a test scripts (``CannedServers.make``) and a raw loopback server that trickles its answer
+(``Trickle``)."""
 
 import json
+import socket
+import threading
 import time
 from http.server import BaseHTTPRequestHandler
 
@@ -88,3 +91,64 @@ class CannedServers(object):
     def close(self):
         for s in self.servers:
             s.close()
+
+
+class Trickle(object):
+    """A loopback server that answers every request with ``head`` at once and then ``tail`` one byte every ``gap``
+    seconds: each byte arrives well within any socket timeout, so only a deadline on the whole request ends it."""
+
+    def __init__(self, head, tail, gap=0.05):
+        self.head, self.tail, self.gap = head, tail, gap
+        self.stopping = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            try:
+                conn.settimeout(5)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    got = conn.recv(65536)
+                    if not got:
+                        return
+                    request += got
+                conn.sendall(self.head)
+                for i in range(len(self.tail)):
+                    if self.stopping.wait(self.gap):
+                        return
+                    conn.sendall(self.tail[i:i + 1])
+            except OSError:
+                return  # the client gave up: what the tests want
+
+    def close(self):
+        self.stopping.set()
+        self.sock.close()
+
+
+def trickled(part, gap=0.05, seconds=20.0):
+    """A Trickle server whose answer trickles from ``part`` on, for ``seconds`` at ``gap`` a byte: ``headers`` (the
+    status line on), ``chunk_size`` (a chunk-size line of a chunked answer), ``event`` (a server-sent event line)."""
+    pad = b"x" * int(seconds / gap)
+    if part == "headers":
+        return Trickle(b"", b"HTTP/1.1 200 OK\r\nX-Pad: " + pad + b"\r\nContent-Length: 2\r\n\r\n{}", gap)
+    if part == "chunk_size":
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n"
+        return Trickle(head, b"1;" + pad + b"\r\n}\r\n0\r\n\r\n", gap)
+    if part == "event":
+        head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                + ("data: %s\n\n" % json.dumps(chunk("a"))).encode())
+        return Trickle(head, b"data: " + pad + b"\n\ndata: [DONE]\n\n", gap)
+    raise ValueError(part)
