@@ -49,6 +49,8 @@ READ_CHUNK = 64 * 1024
 USER_AGENT = "llmops.sglang"
 # A stream that stops in the middle of an answer: the server died or a proxy cut the connection.
 DISCONNECTS = (http.client.IncompleteRead, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+# What http.client lets out for framing it cannot follow (a chunk size past 2**63 reaches BufferedReader.peek).
+MALFORMED = (OverflowError, ValueError)
 ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found",
                  "http_error", "not_json", "too_large")
 
@@ -419,6 +421,9 @@ class Answer(object):
             pass
 
     def _failure(self, exc):
+        if isinstance(exc, MALFORMED):
+            return FetchError("http_error", "%s did not answer with valid HTTP (framing that cannot be followed, %s): check "
+                                            "that url points at the SGLang HTTP port" % (self.url, type(exc).__name__))
         kind, msg, status = describe_failure(exc, self.url, self.host, self.port, self.timeout, self.api_key)
         return FetchError(kind, msg, status)
 
@@ -440,7 +445,7 @@ class Answer(object):
                     raise FetchError("too_large", "%s answered more than %d bytes: this is not an SGLang answer; check url"
                                      % (self.url, max_bytes))
                 chunks.append(chunk)
-        except (urlerror.URLError, OSError, http.client.HTTPException) as exc:
+        except (urlerror.URLError, OSError, http.client.HTTPException) + MALFORMED as exc:
             raise self._failure(exc)
 
     def lines(self, max_line, max_bytes):
@@ -458,7 +463,7 @@ class Answer(object):
                 raw = self.resp.readline(max_line)
             except DISCONNECTS as exc:
                 raise FetchError("disconnected", "%s dropped the connection mid-answer (%s)" % (self.url, type(exc).__name__))
-            except (urlerror.URLError, OSError, http.client.HTTPException) as exc:
+            except (urlerror.URLError, OSError, http.client.HTTPException) + MALFORMED as exc:
                 raise self._failure(exc)
             if not raw:
                 return

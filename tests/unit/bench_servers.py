@@ -95,7 +95,8 @@ class CannedServers(object):
 
 class Trickle(object):
     """A loopback server that answers every request with ``head`` at once and then ``tail`` one byte every ``gap``
-    seconds: each byte arrives well within any socket timeout, so only a deadline on the whole request ends it."""
+    seconds (at once for gap 0): each byte arrives well within any socket timeout, so only a deadline on the whole
+    request ends it. head, tail and gap may be changed between requests."""
 
     def __init__(self, head, tail, gap=0.05):
         self.head, self.tail, self.gap = head, tail, gap
@@ -125,11 +126,22 @@ class Trickle(object):
                     if not got:
                         return
                     request += got
-                conn.sendall(self.head)
-                for i in range(len(self.tail)):
-                    if self.stopping.wait(self.gap):
+                head, tail, gap = self.head, self.tail, self.gap
+                headers, _sep, body = request.partition(b"\r\n\r\n")
+                length = [int(line.split(b":", 1)[1]) for line in headers.lower().split(b"\r\n") if line.startswith(b"content-length:")]
+                while length and len(body) < length[0]:  # read the whole request: a close with unread bytes is a reset
+                    got = conn.recv(65536)
+                    if not got:
                         return
-                    conn.sendall(self.tail[i:i + 1])
+                    body += got
+                conn.sendall(head)
+                if not gap:
+                    conn.sendall(tail)
+                    return
+                for i in range(len(tail)):
+                    if self.stopping.wait(gap):
+                        return
+                    conn.sendall(tail[i:i + 1])
             except OSError:
                 return  # the client gave up: what the tests want
 

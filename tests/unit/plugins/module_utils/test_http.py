@@ -231,3 +231,17 @@ def test_a_slow_answer_within_the_deadline_is_read_whole():
         assert _http.request(server.url, "/", timeout=5)[:2] == (200, b"{}")
     finally:
         server.close()
+
+
+def test_a_chunk_size_past_what_python_can_hold_is_bad_http_not_an_overflow():
+    from bench_servers import Trickle  # tests/unit/bench_servers.py
+
+    # http.client hands a chunk size of 2**84 - 1 to BufferedReader.peek, which raised OverflowError past the client
+    server = Trickle(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"f" * 21 + b"\r\ndata: {}\n\n", b"", 0)
+    try:
+        with _http.open_url(server.url, "/", timeout=5) as answer:
+            with pytest.raises(_http.FetchError, match="did not answer with valid HTTP .*OverflowError") as exc:
+                list(answer.lines(4096, 1 << 20))
+    finally:
+        server.close()
+    assert exc.value.cls == "http_error"
