@@ -245,3 +245,22 @@ def test_a_chunk_size_past_what_python_can_hold_is_bad_http_not_an_overflow():
     finally:
         server.close()
     assert exc.value.cls == "http_error"
+
+
+@pytest.mark.parametrize("part", ["headers", "chunk_size", "event"])
+def test_a_trickled_answer_over_tls_times_out_by_the_request_deadline(part, tmp_path):
+    from bench_servers import tls_context, trickled  # tests/unit/bench_servers.py
+
+    server = trickled(part, tls=tls_context(tmp_path))
+    try:
+        start = time.monotonic()
+        with pytest.raises(_http.FetchError) as exc:
+            with _http.open_url(server.url, "/", timeout=0.5, validate_certs=False) as answer:
+                list(answer.lines(1 << 20, 1 << 24))
+        took = time.monotonic() - start
+        # an honest answer over the same TLS: the deadline handler speaks TLS
+        server.head, server.tail, server.gap = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", b"", 0
+        assert _http.request(server.url, "/", timeout=5, validate_certs=False)[:2] == (200, b"{}")
+    finally:
+        server.close()
+    assert exc.value.cls == "timeout" and 0.4 < took < 1.5, (exc.value.message, took)
