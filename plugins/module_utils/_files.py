@@ -15,7 +15,6 @@ import stat
 import tempfile
 
 
-READ_CHUNK = 1024 * 1024
 # What a path is when it is not a regular file, by its stat mode.
 FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
