@@ -37,7 +37,7 @@ def test_a_stream_trickled_a_byte_at_a_time_hits_the_deadline(part):
         res = bcl.Client(server.url, timeout=0.5).chat({})
     finally:
         server.close()
-    assert res["error"]["kind"] == "timeout" and res["latency_s"] < 1.5, res
+    assert res["error"]["kind"] == "timeout" and res["latency_s"] < 2.5, res
 
 
 def test_trickling_stream_hits_the_deadline(canned):

@@ -220,7 +220,7 @@ def test_a_trickled_answer_times_out_by_the_request_deadline(part, how):
     finally:
         server.close()
     assert exc.value.cls == "timeout" and "0.5s" in exc.value.message
-    assert 0.4 < took < 1.5, "the request took %.2f s for a 0.5 s timeout" % took
+    assert 0.4 < took < 2.5, "the request took %.2f s for a 0.5 s timeout" % took
 
 
 def test_a_slow_answer_within_the_deadline_is_read_whole():
@@ -263,4 +263,4 @@ def test_a_trickled_answer_over_tls_times_out_by_the_request_deadline(part, tmp_
         assert _http.request(server.url, "/", timeout=5, validate_certs=False)[:2] == (200, b"{}")
     finally:
         server.close()
-    assert exc.value.cls == "timeout" and 0.4 < took < 1.5, (exc.value.message, took)
+    assert exc.value.cls == "timeout" and 0.4 < took < 2.5, (exc.value.message, took)
