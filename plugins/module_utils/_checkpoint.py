@@ -17,6 +17,7 @@ import os
 import struct
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
+from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, file_kind, open_regular, read_regular
 
 CONFIG_JSON = "config.json"
 HF_QUANT_JSON = "hf_quant_config.json"
@@ -79,16 +80,21 @@ def parse_json_text(raw):
     return data
 
 
+def not_regular_message(label, path, kind):
+    """Why a checkpoint file that is a FIFO, socket, device or directory is not read, and the fix."""
+    return ("%s at %s is %s, not a regular file, and was not opened: remove it and stage the real %s there "
+            "(re-download or re-copy the checkpoint)" % (label, path, kind, label))
+
+
 def load_json(path, what=None):
     """Load a JSON object from ``path`` (at most MAX_JSON_BYTES); errors name the file and how to fix it."""
     label = what or os.path.basename(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_JSON_BYTES + 1)
+        raw = read_regular(path, MAX_JSON_BYTES)
     except FileNotFoundError:
         raise CheckpointError("%s not found at %s: stage the complete checkpoint there or fix the path" % (label, path))
-    except IsADirectoryError:
-        raise CheckpointError("%s at %s is a directory, not a file: remove it and re-download %s" % (label, path, label))
+    except NotRegularFile as exc:
+        raise CheckpointError(not_regular_message(label, path, exc.kind))
     except OSError as exc:
         raise CheckpointError("cannot read %s at %s (%s): make it readable by the user running the task "
                               "(check permissions, or use become)" % (label, path, exc.strerror or exc))
@@ -434,8 +440,12 @@ def kv_scale_tensors(names):
 def read_safetensors_header(path):
     """Return (header, expected file size, tensor data bytes); CheckpointError on a short/corrupt file."""
     name = os.path.basename(path)
-    size = os.path.getsize(path)
-    with open(path, "rb") as fh:
+    try:
+        fh = open_regular(path)
+    except NotRegularFile as exc:
+        raise CheckpointError(not_regular_message("shard " + name, path, exc.kind))
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
         head = fh.read(8)
         if len(head) < 8:
             raise CheckpointError("shard %s is %d bytes, too short for a safetensors header: re-download it" % (name, size))
@@ -475,7 +485,10 @@ def _shard_record(directory, shard, tensors, expected_sizes):
     rec["exists"] = True
     rec["size_bytes"] = st.st_size
     header = None
-    if st.st_size == 0:
+    kind = file_kind(st.st_mode)
+    if kind:
+        rec.update(status="unreadable", problem=not_regular_message(shard, path, kind))
+    elif st.st_size == 0:
         rec.update(status="empty", problem="%s is empty (0 bytes)" % shard)
     elif shard.endswith(".safetensors"):
         try:

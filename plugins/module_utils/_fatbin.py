@@ -5,7 +5,9 @@
 """Read the CUDA fatbin entry headers of a 64-bit little-endian ELF shared library (stdlib only, Python 3.8+).
 
 Only headers are read, through a read-only mmap: the ELF section header table, the ``.nv_fatbin`` section's
-container and entry headers; never a payload. A 545 MB libcublasLt.so.13 takes well under a second.
+container and entry headers; never a payload. A 545 MB libcublasLt.so.13 takes well under a second. Sections that
+name the same bytes (a crafted table can repeat one region 65,536 times) are walked once: the work is bounded by the
+file's size.
 
 Layout relied on (little-endian). Confirmed by comparing every field used below with what cuobjdump 13.5.37
 (``--list-elf``, ``--list-ptx``, ``--dump-elf-symbols``) says on tests/fixtures/fatbin/libfatbin_mix.so (nvcc 13.0:
@@ -163,6 +165,28 @@ def _walk(view, start, end, entries):
         pos = container_end
 
 
+def fatbin_regions(sections, size):
+    """The file ranges ``(start, end)`` that hold fatbins: the ``.nv_fatbin`` sections with contents, in file order,
+    repeated or overlapping ones merged into one range. A section table can name one region up to 65,536 times;
+    merged, each byte of the file is walked at most once, so the work is bounded by the file's size."""
+    ranges = []
+    for name, offset, length, kind in sections:
+        if name != FATBIN_SECTION or kind == 8:  # 8: SHT_NOBITS, no bytes in the file
+            continue
+        if offset + length > size:
+            raise FatbinError("the .nv_fatbin section (%d bytes at offset %d) runs past the end of the file "
+                              "(%d bytes): the file is truncated" % (length, offset, size))
+        if length:
+            ranges.append((offset, offset + length))
+    merged = []
+    for start, end in sorted(set(ranges)):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def read_entries(path):
     """The fatbin entries of a library: ``(has_fatbin, [entry, ...])``, each entry a dict with ``kind``
     ('elf', 'ptx' or 'kind_N'), ``arch`` (``sm_120f``), ``index`` (per kind, from 1, as cuobjdump numbers them),
@@ -180,11 +204,8 @@ def read_entries(path):
         try:
             raw = []
             sections = [s for s in _sections(view, size) if s[0] == FATBIN_SECTION and s[3] != 8]  # 8: SHT_NOBITS
-            for _name, offset, length, _type in sections:
-                if offset + length > size:
-                    raise FatbinError("the .nv_fatbin section (%d bytes at offset %d) runs past the end of the file "
-                                      "(%d bytes): the file is truncated" % (length, offset, size))
-                _walk(view, offset, offset + length, raw)
+            for start, end in fatbin_regions(sections, size):
+                _walk(view, start, end, raw)
         finally:
             view.close()
     entries = []

@@ -3,14 +3,71 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Writing a file so that a reader never sees half of it: the one atomic write of the collection (caches, stamps,
-controller reports, the files host_files installs), and the one comparison of a file with what it should hold.
+controller reports, the files host_files installs), the one comparison of a file with what it should hold, and the
+one way to open a file someone else staged (a checkpoint's JSON and shards): only a regular file, never blocking.
 Pure Python, stdlib only."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
+
+
+# What a path is when it is not a regular file, by its stat mode.
+FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+class NotRegularFile(ValueError):
+    """A path that names a directory, FIFO, socket or device where a regular file belongs; ``kind`` says which."""
+
+    def __init__(self, path, kind):
+        ValueError.__init__(self, "%s is %s, not a regular file" % (path, kind))
+        self.path, self.kind = path, kind
+
+
+def file_kind(mode):
+    """'a FIFO (named pipe)', 'a socket', ... for a stat mode that is not a regular file's; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in FILE_KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path):
+    """A binary file object of path, opened only when it is a regular file (symlinks followed).
+
+    Opened with O_NONBLOCK, so a FIFO without a writer or a device cannot hang the open, then judged by fstat of the
+    open descriptor (no race with a rename): a directory, FIFO, socket or device raises NotRegularFile. A UNIX socket
+    cannot be opened at all (ENXIO): NotRegularFile too. Other OSErrors (missing, permission) propagate as open raises
+    them. A regular file ignores O_NONBLOCK, so reads of it behave as usual.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            raise
+        try:
+            kind = file_kind(os.stat(path).st_mode)
+        except OSError:
+            raise exc
+        raise NotRegularFile(path, kind or "not a regular file")
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+        if kind:
+            raise NotRegularFile(path, kind)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path, limit):
+    """At most limit + 1 bytes of a regular file (more than limit says the file is larger than that); open_regular's
+    errors otherwise."""
+    with open_regular(path) as handle:
+        return handle.read(limit + 1)
 
 
 def file_mode(mode):

@@ -17,7 +17,7 @@ import os
 import pwd
 import stat
 
-from ansible_collections.llmops.sglang.plugins.module_utils._files import file_mode
+from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, file_mode, read_regular
 from ansible_collections.llmops.sglang.plugins.module_utils._host_files import install
 from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
@@ -104,12 +104,11 @@ def _name(lookup, number):
 
 def read_file(path, limit):
     """{exists, content (base64, as ansible.builtin.slurp returns it)}; a file over limit bytes is not read and says
-    so in error (content null), a missing one reads as exists false. Only a regular file is opened (a FIFO would block)."""
+    so in error (content null), a missing one reads as exists false. Only a regular file is opened (_files.open_regular)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return {"exists": True, "content": None, "error": "%s is not a regular file and was not read" % path}
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
+        data = read_regular(path, limit)
+    except NotRegularFile:
+        return {"exists": True, "content": None, "error": "%s is not a regular file and was not read" % path}
     except FileNotFoundError:
         return {"exists": False, "content": None, "error": None}
     except (OSError, ValueError) as exc:   # ValueError: a NUL byte in the path

@@ -12,14 +12,18 @@
 * ``open_url`` sends one request (API key as ``Authorization: Bearer``, no redirects, no proxy for loopback,
   TLS settings) and returns an ``Answer`` whose reads are bounded in bytes and time: ``read`` for a whole body,
   ``lines`` for a stream of server-sent events. ``request`` is both for a plain call. Every failure is a
-  ``FetchError`` classified by ``describe_failure``.
+  ``FetchError`` classified by ``describe_failure``. One deadline covers the whole request: connecting, the TLS
+  handshake, sending, the status line, headers, chunked framing and the body each get only what is left of it (a
+  socket timeout alone restarts at every byte received, so an answer trickled a byte at a time never timed out).
 
 Standard library only, Python 3.9+.
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
+import io
 import ipaddress
 import json
 import socket
@@ -45,6 +49,8 @@ READ_CHUNK = 64 * 1024
 USER_AGENT = "llmops.sglang"
 # A stream that stops in the middle of an answer: the server died or a proxy cut the connection.
 DISCONNECTS = (http.client.IncompleteRead, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+# What http.client lets out for framing it cannot follow (a chunk size past 2**63 reaches BufferedReader.peek).
+MALFORMED = (OverflowError, ValueError)
 ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unauthorized", "loading", "not_found",
                  "http_error", "not_json", "too_large")
 
@@ -269,6 +275,105 @@ def describe_failure(exc, url, host, port, timeout, api_key=None):
 # The client
 
 
+def _seconds_left(deadline):
+    """What is left of a request's deadline, as a socket timeout; socket.timeout (a timeout failure) once it passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise socket.timeout("timed out")
+    return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """An answer's bytes, each socket read allowed only what is left of the request's deadline."""
+
+    def __init__(self, inner, sock, deadline):
+        io.RawIOBase.__init__(self)
+        self._inner, self._sock, self._deadline = inner, sock, deadline
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        self._sock.settimeout(_seconds_left(self._deadline))
+        return self._inner.readinto1(buf)
+
+    def fileno(self):
+        return self._inner.fileno()
+
+    def close(self):
+        if not self.closed:
+            self._inner.close()
+        io.RawIOBase.close(self)
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """http.client's response, its status line, headers, chunk framing and body read by the request's deadline."""
+
+    def __init__(self, sock, *args, **kwargs):
+        deadline = kwargs.pop("deadline")
+        http.client.HTTPResponse.__init__(self, sock, *args, **kwargs)
+        self.fp = io.BufferedReader(_DeadlineReader(self.fp, sock, deadline))
+
+
+class _DeadlineConnection(object):
+    """Connecting (TLS handshake included), sending and the answer share one deadline (set by ``bind``)."""
+
+    def bind(self, deadline):
+        self._deadline = deadline
+        self._create_connection = self._connect_by_deadline
+        self.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
+        return self
+
+    def _connect_by_deadline(self, address, timeout=None, source_address=None, *args, **kwargs):
+        sock = socket.create_connection(address, _seconds_left(self._deadline), source_address)
+        try:
+            sock.settimeout(_seconds_left(self._deadline))  # what is left is the TLS handshake's
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def send(self, data):
+        if self.sock is None and self.auto_open:
+            self.connect()
+        if self.sock is not None:
+            self.sock.settimeout(_seconds_left(self._deadline))
+        super(_DeadlineConnection, self).send(data)
+
+
+class _DeadlineHTTPConnection(_DeadlineConnection, http.client.HTTPConnection):
+    pass
+
+
+class _DeadlineHTTPSConnection(_DeadlineConnection, http.client.HTTPSConnection):
+    pass
+
+
+def _deadline_connection(deadline, http_class, host, **kwargs):
+    cls = _DeadlineHTTPSConnection if issubclass(http_class, http.client.HTTPSConnection) else _DeadlineHTTPConnection
+    return cls(host, **kwargs).bind(deadline)
+
+
+class _DeadlineHTTPHandler(urlrequest.HTTPHandler):
+    def __init__(self, deadline):
+        urlrequest.HTTPHandler.__init__(self)
+        self._deadline = deadline
+
+    def do_open(self, http_class, req, **kwargs):
+        return urlrequest.HTTPHandler.do_open(self, functools.partial(_deadline_connection, self._deadline, http_class),
+                                              req, **kwargs)
+
+
+class _DeadlineHTTPSHandler(urlrequest.HTTPSHandler):
+    def __init__(self, deadline, context):
+        urlrequest.HTTPSHandler.__init__(self, context=context)
+        self._deadline = deadline
+
+    def do_open(self, http_class, req, **kwargs):
+        return urlrequest.HTTPSHandler.do_open(self, functools.partial(_deadline_connection, self._deadline, http_class),
+                                               req, **kwargs)
+
+
 class _NoRedirect(urlrequest.HTTPRedirectHandler):
     """SGLang never redirects; following one would hand the bearer token to another URL."""
 
@@ -276,8 +381,11 @@ class _NoRedirect(urlrequest.HTTPRedirectHandler):
         return None
 
 
-def opener(base, validate_certs=True, use_proxy=True):
+def opener(base, validate_certs=True, use_proxy=True, deadline=None):
+    """urllib's opener for one request to base; with a deadline (time.monotonic()) the whole request must end by it."""
     handlers = [_NoRedirect()]
+    if deadline is not None:
+        handlers.append(_DeadlineHTTPHandler(deadline))
     host = urlparse.urlsplit(base).hostname or ""
     # A proxy cannot reach the managed host's loopback, so never send loopback through one.
     if not use_proxy or is_loopback(host):
@@ -287,7 +395,7 @@ def opener(base, validate_certs=True, use_proxy=True):
         if not validate_certs:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-        handlers.append(urlrequest.HTTPSHandler(context=ctx))
+        handlers.append(urlrequest.HTTPSHandler(context=ctx) if deadline is None else _DeadlineHTTPSHandler(deadline, ctx))
     return urlrequest.build_opener(*handlers)
 
 
@@ -313,6 +421,9 @@ class Answer(object):
             pass
 
     def _failure(self, exc):
+        if isinstance(exc, MALFORMED):
+            return FetchError("http_error", "%s did not answer with valid HTTP (framing that cannot be followed, %s): check "
+                                            "that url points at the SGLang HTTP port" % (self.url, type(exc).__name__))
         kind, msg, status = describe_failure(exc, self.url, self.host, self.port, self.timeout, self.api_key)
         return FetchError(kind, msg, status)
 
@@ -334,7 +445,7 @@ class Answer(object):
                     raise FetchError("too_large", "%s answered more than %d bytes: this is not an SGLang answer; check url"
                                      % (self.url, max_bytes))
                 chunks.append(chunk)
-        except (urlerror.URLError, OSError, http.client.HTTPException) as exc:
+        except (urlerror.URLError, OSError, http.client.HTTPException) + MALFORMED as exc:
             raise self._failure(exc)
 
     def lines(self, max_line, max_bytes):
@@ -352,7 +463,7 @@ class Answer(object):
                 raw = self.resp.readline(max_line)
             except DISCONNECTS as exc:
                 raise FetchError("disconnected", "%s dropped the connection mid-answer (%s)" % (self.url, type(exc).__name__))
-            except (urlerror.URLError, OSError, http.client.HTTPException) as exc:
+            except (urlerror.URLError, OSError, http.client.HTTPException) + MALFORMED as exc:
                 raise self._failure(exc)
             if not raw:
                 return
@@ -385,7 +496,7 @@ def open_url(base, path, method="GET", payload=None, api_key=None, timeout=DEFAU
     req = urlrequest.Request(url, data=data, headers=headers, method=method)
     deadline = time.monotonic() + float(timeout)
     try:
-        resp = opener(base, validate_certs, use_proxy).open(req, timeout=float(timeout))
+        resp = opener(base, validate_certs, use_proxy, deadline).open(req, timeout=float(timeout))
     except (urlerror.URLError, OSError, http.client.HTTPException) as exc:  # HTTPError is a URLError
         kind, msg, status = describe_failure(exc, url, host, port, timeout, api_key)
         raise FetchError(kind, msg, status)

@@ -24,6 +24,10 @@ except ImportError:
 
 MARKER = "LLMOPS_KV_AUTO_PROBE_RESULT="
 MAX_TEXT = 600
+# The checkpoint files SGLang opens here. A FIFO, socket or device in their place would hang SGLang's open (until the
+# probe's timeout), so SGLang is only asked about a directory where each is a regular file or absent: the rule of
+# _files.open_regular, restated because this script runs alone in SGLang's interpreter.
+CHECKPOINT_FILES = ("config.json", "hf_quant_config.json", "model.safetensors.index.json")
 
 
 def _short(text):
@@ -74,11 +78,31 @@ def _dtype_name(torch, dtype):
     return names.get(dtype, str(dtype).replace("torch.", ""))
 
 
+def not_regular(path):
+    """Why SGLang must not open the checkpoint files of directory path (a FIFO, socket, device or directory in the
+    place of one), or None."""
+    import os
+    import stat
+    for name in CHECKPOINT_FILES:
+        try:
+            mode = os.stat(os.path.join(path, name)).st_mode
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(mode):
+            return ("%s in %s is not a regular file (a FIFO, socket, device or directory) and was not opened: remove it "
+                    "and stage the real %s there" % (name, path, name))
+    return None
+
+
 def probe_one(path, torch, api):
     """SGLang's answer for one checkpoint directory."""
     import types
     answer = {"path": path, "quantization": None, "config_class": None, "kv_cache_quant_algo": None,
               "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None}
+    refused = not_regular(path)
+    if refused:
+        answer["error"], answer["stage"] = _short(refused), "files"
+        return answer
     stage = "model_config"
     try:
         model_config = api["ModelConfig"](model_path=path)

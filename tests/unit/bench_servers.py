@@ -1,10 +1,13 @@
 # Copyright: contributors to llmops.sglang
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Servers the benchmark client tests talk to: the lab's SGLang simulator (a real subprocess) and small local HTTP
-servers answering what a test scripts (``CannedServers.make``)."""
+"""Servers the benchmark client tests talk to: the lab's SGLang simulator (a real subprocess), small local HTTP
+servers answering what a test scripts (``CannedServers.make``) and a raw loopback server that trickles its answer
+(``Trickle``)."""
 
 import json
+import socket
+import threading
 import time
 from http.server import BaseHTTPRequestHandler
 
@@ -88,3 +91,107 @@ class CannedServers(object):
     def close(self):
         for s in self.servers:
             s.close()
+
+
+class Trickle(object):
+    """A loopback server that answers every request with ``head`` at once and then ``tail`` one byte every ``gap``
+    seconds (at once for gap 0): each byte arrives well within any socket timeout, so only a deadline on the whole
+    request ends it. head, tail and gap may be changed between requests; with ``tls`` (a server ssl.SSLContext) it
+    speaks HTTPS."""
+
+    def __init__(self, head, tail, gap=0.05, tls=None):
+        self.head, self.tail, self.gap, self.tls = head, tail, gap, tls
+        self.stopping = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.sock.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            try:
+                conn.settimeout(5)
+                if self.tls:  # an ssl.SSLContext: the answer goes over TLS
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    got = conn.recv(65536)
+                    if not got:
+                        return
+                    request += got
+                head, tail, gap = self.head, self.tail, self.gap
+                headers, _sep, body = request.partition(b"\r\n\r\n")
+                length = [int(line.split(b":", 1)[1]) for line in headers.lower().split(b"\r\n") if line.startswith(b"content-length:")]
+                while length and len(body) < length[0]:  # read the whole request: a close with unread bytes is a reset
+                    got = conn.recv(65536)
+                    if not got:
+                        return
+                    body += got
+                conn.sendall(head)
+                if not gap:
+                    conn.sendall(tail)
+                    return
+                for i in range(len(tail)):
+                    if self.stopping.wait(gap):
+                        return
+                    conn.sendall(tail[i:i + 1])
+            except OSError:
+                return  # the client gave up: what the tests want
+
+    def close(self):
+        self.stopping.set()
+        self.sock.close()
+
+
+def tls_context(directory):
+    """A server ssl.SSLContext with a fresh self-signed certificate for 127.0.0.1 (made with cryptography, which
+    ansible-core requires), its files written under directory."""
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (directory / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                          serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(directory / "cert.pem"), str(directory / "key.pem"))
+    return context
+
+
+def trickled(part, gap=0.05, seconds=20.0, tls=None):
+    """A Trickle server whose answer trickles from ``part`` on, for ``seconds`` at ``gap`` a byte: ``headers`` (the
+    status line on), ``chunk_size`` (a chunk-size line of a chunked answer), ``event`` (a server-sent event line)."""
+    pad = b"x" * int(seconds / gap)
+    if part == "headers":
+        return Trickle(b"", b"HTTP/1.1 200 OK\r\nX-Pad: " + pad + b"\r\nContent-Length: 2\r\n\r\n{}", gap, tls)
+    if part == "chunk_size":
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n"
+        return Trickle(head, b"1;" + pad + b"\r\n}\r\n0\r\n\r\n", gap, tls)
+    if part == "event":
+        head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                + ("data: %s\n\n" % json.dumps(chunk("a"))).encode())
+        return Trickle(head, b"data: " + pad + b"\n\ndata: [DONE]\n\n", gap, tls)
+    raise ValueError(part)

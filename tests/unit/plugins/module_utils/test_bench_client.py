@@ -7,9 +7,11 @@ and every failure classified, never raised."""
 import json
 import time
 
+import pytest
+
 from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bcl
 
-from bench_servers import chunk, sse  # tests/unit/bench_servers.py; fixtures sim and canned: conftest.py
+from bench_servers import chunk, sse, trickled  # tests/unit/bench_servers.py; fixtures sim and canned: conftest.py
 
 
 def test_counts_chunks_without_usage(canned):
@@ -25,6 +27,17 @@ def test_reasoning_content_counts_as_output(canned):
     res = bcl.Client(srv.url).chat({}, keep_text=True)
     assert res["ok"] and res["output_tokens"] == 7 and res["token_source"] == "usage" and res["reasoning_chunks"] == 1
     assert res["text"] == "x" and res["prompt_tokens"] == 3
+
+
+@pytest.mark.parametrize("part", ["headers", "chunk_size", "event"])
+def test_a_stream_trickled_a_byte_at_a_time_hits_the_deadline(part):
+    # every byte arrives within any socket timeout: only the request's one deadline ends the stream
+    server = trickled(part)
+    try:
+        res = bcl.Client(server.url, timeout=0.5).chat({})
+    finally:
+        server.close()
+    assert res["error"]["kind"] == "timeout" and res["latency_s"] < 2.5, res
 
 
 def test_trickling_stream_hits_the_deadline(canned):

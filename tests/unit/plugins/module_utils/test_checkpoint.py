@@ -415,3 +415,32 @@ def test_random_quant_blocks_never_crash(block):
     parsed = ck.parse_quant_config(block, "x")
     assert parsed["kv_cache_quant_algo"] is None or isinstance(parsed["kv_cache_quant_algo"], str)
     assert all(isinstance(m, str) for m in parsed["exclude_modules"])
+
+
+# ---------------------------------------------------------------------------------------------
+# A FIFO, socket or device in a checkpoint file's place is refused by name, and nothing blocks on it
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "dev_zero"])
+@pytest.mark.parametrize("name", ["config.json", "hf_quant_config.json", "model.safetensors.index.json"])
+def test_a_checkpoint_file_that_is_not_a_regular_file_is_refused_without_blocking(lab_copy, name, kind):
+    from odd_files import make_odd, within  # tests/unit/odd_files.py
+
+    make_odd(lab_copy / name, kind)
+    _info, error = within(10, ck.inspect_checkpoint, str(lab_copy))
+    assert isinstance(error, ck.CheckpointError), error
+    assert "%s at %s is a" % (name, lab_copy / name) in str(error)
+    assert "not a regular file, and was not opened: remove it and stage the real %s there" % name in str(error)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "dev_zero"])
+def test_a_shard_that_is_not_a_regular_file_is_unreadable_by_name(lab_copy, kind):
+    from odd_files import make_odd, within  # tests/unit/odd_files.py
+
+    make_odd(lab_copy / SHARD2, kind)
+    info, error = within(10, ck.inspect_checkpoint, str(lab_copy))
+    assert error is None and not info["shards"]["ok"]
+    rec = [r for r in info["shards"]["files"] if r["name"] == SHARD2][0]
+    assert rec["status"] == "unreadable" and "not a regular file, and was not opened" in rec["problem"]
+    with pytest.raises(ck.CheckpointError, match="shard %s at .* is a .*not a regular file" % SHARD2):
+        ck.read_safetensors_header(str(lab_copy / SHARD2))

@@ -204,3 +204,44 @@ def test_the_module_error_names_the_library_the_cause_and_the_fix(library, tmp_p
     _patch(copy, start + 8, struct.pack("<Q", 1 << 40))
     with pytest.raises(cb.CudaBinaryError, match=r"^libbroken.so: the fatbin at file offset \d+ claims .*set reader=cuobjdump"):
         cb.inspect_path(str(copy))
+
+
+def test_a_region_named_by_thousands_of_section_headers_is_walked_once(library, tmp_path, monkeypatch):
+    """The real library with a 4 MiB .nv_fatbin region named by 20,000 section headers: the same entries as the honest
+    file with one header, and no byte of the file walked twice (counted; the old walk read 80 GB)."""
+    from crafted_elf import repeat_fatbin  # tests/unit/crafted_elf.py
+
+    real = pathlib.Path(library).read_bytes()
+    honest, shift = repeat_fatbin(real, 1, 4 << 20)
+    crafted, _shift = repeat_fatbin(real, 20000, 4 << 20)
+    for name, data in (("honest", honest), ("crafted", crafted)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "libfatbin_mix.so").write_bytes(data)
+    sections = subprocess.run(["readelf", "-W", "-S", str(tmp_path / "crafted" / "libfatbin_mix.so")], stdout=subprocess.PIPE,
+                              universal_newlines=True, check=True).stdout
+    assert sections.count(" .nv_fatbin ") == 20000  # binutils reads the crafted table as 20,000 .nv_fatbin sections
+
+    walked = []
+    walk = fb._walk
+
+    def counted(view, start, end, entries):
+        walked.append(end - start)
+        assert sum(walked) <= len(crafted), "walked %d bytes of a %d-byte file" % (sum(walked), len(crafted))
+        return walk(view, start, end, entries)
+
+    monkeypatch.setattr(fb, "_walk", counted)
+    has, entries = fb.read_entries(str(tmp_path / "crafted" / "libfatbin_mix.so"))
+    monkeypatch.undo()
+    assert walked == [_section(library)[1] + (4 << 20)]  # the one region, once
+    assert (has, entries) == fb.read_entries(str(tmp_path / "honest" / "libfatbin_mix.so"))
+    _has, original = fb.read_entries(library)
+    assert [dict(e, offset=e["offset"] - shift) for e in entries] == original
+    assert len(entries) == 10
+
+
+def test_overlapping_fatbin_sections_are_walked_as_their_union():
+    named = [(b".nv_fatbin", 100, 50, 1), (b".nv_fatbin", 100, 50, 1), (b".nv_fatbin", 120, 100, 1), (b".text", 0, 900, 1),
+             (b".nv_fatbin", 400, 10, 1), (b".nv_fatbin", 410, 5, 1), (b".nv_fatbin", 500, 0, 1), (b".nv_fatbin", 600, 9, 8)]
+    assert fb.fatbin_regions(named, 1000) == [(100, 220), (400, 410), (410, 415)]
+    with pytest.raises(fb.FatbinError, match="runs past the end of the file"):
+        fb.fatbin_regions([(b".nv_fatbin", 990, 20, 1)], 1000)

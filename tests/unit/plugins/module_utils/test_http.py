@@ -7,6 +7,7 @@ on real exceptions from real sockets on loopback."""
 import http.server
 import socket
 import threading
+import time
 from urllib import request as urlrequest
 
 import pytest
@@ -195,3 +196,71 @@ def test_the_client_bounds_bodies_and_streams(server):
     assert exc.value.cls == "malformed_chunk"
     with pytest.raises(_http.UrlError, match="no scheme"):
         _http.request("127.0.0.1:1", "/")
+
+
+# ---------------------------------------------------------------------------------------------
+# One deadline for the whole request: a server that trickles a byte at a time never lets a socket timeout fire
+
+
+@pytest.mark.parametrize("part", ["headers", "chunk_size", "event"])
+@pytest.mark.parametrize("how", ["read", "lines"])
+def test_a_trickled_answer_times_out_by_the_request_deadline(part, how):
+    from bench_servers import trickled  # tests/unit/bench_servers.py
+
+    server = trickled(part)  # 20 s of answer, a byte every 50 ms
+    try:
+        start = time.monotonic()
+        with pytest.raises(_http.FetchError) as exc:
+            if how == "read":
+                _http.request(server.url, "/", timeout=0.5)
+            else:
+                with _http.open_url(server.url, "/", timeout=0.5, accept="text/event-stream") as answer:
+                    list(answer.lines(1 << 20, 1 << 24))
+        took = time.monotonic() - start
+    finally:
+        server.close()
+    assert exc.value.cls == "timeout" and "0.5s" in exc.value.message
+    assert 0.4 < took < 2.5, "the request took %.2f s for a 0.5 s timeout" % took
+
+
+def test_a_slow_answer_within_the_deadline_is_read_whole():
+    from bench_servers import Trickle  # tests/unit/bench_servers.py
+
+    server = Trickle(b"", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", gap=0.005)
+    try:
+        assert _http.request(server.url, "/", timeout=5)[:2] == (200, b"{}")
+    finally:
+        server.close()
+
+
+def test_a_chunk_size_past_what_python_can_hold_is_bad_http_not_an_overflow():
+    from bench_servers import Trickle  # tests/unit/bench_servers.py
+
+    # http.client hands a chunk size of 2**84 - 1 to BufferedReader.peek, which raised OverflowError past the client
+    server = Trickle(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"f" * 21 + b"\r\ndata: {}\n\n", b"", 0)
+    try:
+        with _http.open_url(server.url, "/", timeout=5) as answer:
+            with pytest.raises(_http.FetchError, match="did not answer with valid HTTP .*OverflowError") as exc:
+                list(answer.lines(4096, 1 << 20))
+    finally:
+        server.close()
+    assert exc.value.cls == "http_error"
+
+
+@pytest.mark.parametrize("part", ["headers", "chunk_size", "event"])
+def test_a_trickled_answer_over_tls_times_out_by_the_request_deadline(part, tmp_path):
+    from bench_servers import tls_context, trickled  # tests/unit/bench_servers.py
+
+    server = trickled(part, tls=tls_context(tmp_path))
+    try:
+        start = time.monotonic()
+        with pytest.raises(_http.FetchError) as exc:
+            with _http.open_url(server.url, "/", timeout=0.5, validate_certs=False) as answer:
+                list(answer.lines(1 << 20, 1 << 24))
+        took = time.monotonic() - start
+        # an honest answer over the same TLS: the deadline handler speaks TLS
+        server.head, server.tail, server.gap = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", b"", 0
+        assert _http.request(server.url, "/", timeout=5, validate_certs=False)[:2] == (200, b"{}")
+    finally:
+        server.close()
+    assert exc.value.cls == "timeout" and 0.4 < took < 2.5, (exc.value.message, took)

@@ -38,11 +38,37 @@ def model_answer(directory):
     return ka.resolve(_load(directory / "config.json"), _load(hf) if hf.exists() else None)
 
 
+# A checkpoint file that is a FIFO, socket or device: SGLang would block opening it, so the probe refuses by name.
+ODD = (("config.json", "fifo"), ("hf_quant_config.json", "socket"), ("model.safetensors.index.json", "dev_zero"))
+
+
 @pytest.fixture(scope="module")
-def sglang_answers(sglang_python):
-    result = ka.run_probe(sglang_python, [str(p) for p in SHAPE_DIRS], timeout=600, env=sglang_source.python_env(sglang_python))
+def odd_dirs(tmp_path_factory):
+    import shutil
+
+    from odd_files import make_odd  # tests/unit/odd_files.py
+
+    dirs = []
+    for name, kind in ODD:
+        copy = tmp_path_factory.mktemp("odd") / ("odd-%s-%s" % (name, kind))
+        shutil.copytree(SHAPES / "r04-lab-nvfp4", copy)
+        make_odd(copy / name, kind)
+        dirs.append(copy)
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def probe_answers(sglang_python, odd_dirs):
+    """SGLang's answers for the shapes and the odd directories, from one probe run."""
+    result = ka.run_probe(sglang_python, [str(p) for p in SHAPE_DIRS + odd_dirs], timeout=600,
+                          env=sglang_source.python_env(sglang_python))
     assert result["sglang_version"] == ka.SGLANG_VERSION
     return dict((os.path.basename(a["path"]), a) for a in result["answers"])
+
+
+@pytest.fixture(scope="module")
+def sglang_answers(probe_answers):
+    return dict((p.name, probe_answers[p.name]) for p in SHAPE_DIRS)
 
 
 def test_enough_shapes():
@@ -63,6 +89,13 @@ def test_model_equals_sglang(shape, sglang_answers):
         sglang["quantization"], sglang["config_class"], sglang["kv_cache_dtype_auto"])
     assert model["model_dtype"] == sglang["model_dtype"]
     assert model["kv_cache_quant_algo"] == sglang["kv_cache_quant_algo"]
+
+
+@pytest.mark.parametrize("name,kind", ODD)
+def test_the_probe_never_lets_sglang_open_a_checkpoint_file_that_is_not_regular(probe_answers, name, kind):
+    answer = probe_answers["odd-%s-%s" % (name, kind)]
+    assert answer["stage"] == "files" and answer["kv_cache_dtype_auto"] is None
+    assert answer["error"].startswith("%s in %s is not a regular file" % (name, answer["path"]))
 
 
 def test_shapes_cover_both_answers_and_refusals(sglang_answers):

@@ -542,3 +542,19 @@ def test_http_status_asks_a_real_server_through_the_one_client():
     status, error = r.http_status("http://127.0.0.1:%d/health" % free_port(), 5)
     assert status is None and "refused" in error
     assert r.http_status("http://fd00::11:30000/health", 5)[1].startswith("url ")
+
+
+@pytest.mark.parametrize("part", ["headers", "chunk_size"])
+def test_http_status_of_a_trickled_answer_ends_by_the_probe_timeout(part):
+    import time
+
+    from bench_servers import trickled  # tests/unit/bench_servers.py
+
+    server = trickled(part)  # 20 s of answer, a byte every 50 ms
+    try:
+        start = time.monotonic()
+        status, error = r.http_status(server.url + "/health", 0.5)
+        took = time.monotonic() - start
+    finally:
+        server.close()
+    assert status is None and "within 0.5s" in error and took < 2.5, (error, took)

@@ -275,3 +275,13 @@ def test_wrong_typed_kv_field_is_a_note_naming_it(lab_copy, capsys, value, shown
     assert not result.get("failed")
     assert result["kv_cache_dtype_auto"] == "bfloat16"
     assert any("hf_quant_config.json quantization.kv_cache_quant_algo " + shown in n for n in result["notes"])
+
+
+@pytest.mark.parametrize("name", ["config.json", "hf_quant_config.json", "model.safetensors.index.json"])
+def test_a_fifo_in_a_checkpoint_files_place_fails_by_name_without_blocking(lab_copy, name, capsys):
+    from odd_files import make_odd, within  # tests/unit/odd_files.py
+
+    make_odd(lab_copy / name, "fifo")
+    result, error = within(20, run, checkpoint_info, {"path": str(lab_copy)}, capsys)
+    assert error is None and result["failed"] is True, (result, error)
+    assert "%s at %s is a FIFO (named pipe), not a regular file" % (name, lab_copy / name) in result["msg"]

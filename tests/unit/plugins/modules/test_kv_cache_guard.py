@@ -330,3 +330,18 @@ def test_refused_server_is_an_unknown_signal(lab, capsys):
     res = run({"checkpoint": lab, "url": "http://127.0.0.1:%d" % free_port(), "timeout": 2}, capsys)
     assert res["server"]["error"]["class"] == "refused"
     assert "connection refused" in rows(res)["server"]["evidence"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "dev_zero"])
+def test_a_checkpoint_file_that_is_not_a_regular_file_is_an_unknown_signal_without_blocking(lab, tmp_path, kind, capsys):
+    import shutil
+
+    from odd_files import make_odd, within  # tests/unit/odd_files.py
+
+    copy = tmp_path / LAB
+    shutil.copytree(lab, copy)
+    make_odd(copy / "hf_quant_config.json", kind)
+    res, error = within(20, run, {"checkpoint": str(copy), "url": "", "argv": ["sglang", "serve", "--model-path", "/m"]},
+                        capsys)
+    assert error is None and res["failed"], (res, error)
+    assert "hf_quant_config.json at %s is a" % (copy / "hf_quant_config.json") in rows(res)["checkpoint"]["evidence"]
