@@ -30,6 +30,8 @@ options:
   host_files:
     description:
       - The registered M(ansible.builtin.find) of the checkpoint on the host; null lists nothing.
+      - Directories it lists (C(file_type=any), C(isdir)) are left out of RV(_value.dirs), so an existing directory keeps
+        its owner and mode.
       - Skipped means the directory does not exist yet in check mode, so the lists of files to copy are empty.
     type: dict
   rsync:
@@ -51,7 +53,7 @@ _value:
   type: dict
   contains:
     method: {description: C(synchronize) or C(copy)., type: str}
-    dirs: {description: Subdirectories to create (full paths under the checkpoint path)., type: list, elements: str}
+    dirs: {description: Subdirectories to create (full paths under the checkpoint path) that O(host_files) did not list., type: list, elements: str}
     synchronize_files: {description: "Files to copy with synchronize, each C({path, size, src, dest, label})", type: list, elements: dict}
     copy_files: {description: Files to copy with the copy module (same form)., type: list, elements: dict}
     staged: {description: "C({method, files, bytes}): what was copied.", type: dict}

@@ -19,6 +19,7 @@ import numbers
 import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import GIB, BudgetError, concurrency, plan
+from ansible_collections.llmops.sglang.plugins.module_utils._report_text import plain
 
 # The audit's own log rules (roles/audit/vars/main.yml defines their patterns): info lines it reads, not findings.
 WEIGHTS_RULE = "audit_weights_loaded"
@@ -100,7 +101,8 @@ def guard_record(run, log, settings):
         "table": run.get("table", ""),
         "fix": run.get("fix", run.get("msg", NO_GUARD)),
         "notes": run.get("notes", []),
-        "message": run.get("msg", NO_GUARD),
+        # printed by the role when the guard fails: its evidence lines come from the log
+        "message": plain(run.get("msg", NO_GUARD), lines=True),
         "log_error": None if "facts" in log else log.get("msg", "log_audit did not run"),
     }
 
@@ -461,9 +463,10 @@ def audit(facts, settings):
             "failed_rules": log.get("failed_rules", []),
         },
     }
-    line = SUMMARY_LINE % (result, by_id["kv_cache_dtype"], by_id["weight_quantization"], by_id["mamba_ssm_dtype"],
-                           by_id["speculative_decoding"], by_id["context_capacity"], by_id["kv_capacity"],
-                           ",".join(issues) or "-")
+    # play output: the shorts carry values the server and the log gave (a quantization name, a dtype)
+    line = SUMMARY_LINE % tuple(plain(v) for v in (
+        result, by_id["kv_cache_dtype"], by_id["weight_quantization"], by_id["mamba_ssm_dtype"],
+        by_id["speculative_decoding"], by_id["context_capacity"], by_id["kv_capacity"], ",".join(issues) or "-"))
     return {
         "guard": guard,
         "checks": checks,
@@ -472,5 +475,5 @@ def audit(facts, settings):
         "report": report,
         "summary": {"verdict": result, "kv": guard["verdict"], "passed": guard["passed"], "issues": issues,
                     "report": "%s/%s/audit.json" % (settings["report_dir"], host), "line": line},
-        "stats": "%s kv=%s issues=%s" % (result, guard["verdict"], ",".join(issues) or "-"),
+        "stats": plain("%s kv=%s issues=%s" % (result, guard["verdict"], ",".join(issues) or "-")),
     }

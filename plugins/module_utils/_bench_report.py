@@ -15,6 +15,7 @@ import os
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import BenchmarkError
+from ansible_collections.llmops.sglang.plugins.module_utils._report_text import plain
 
 PREFIX = "benchmark_"
 # The controller's files of one host (under benchmark_report_dir/HOST).
@@ -175,8 +176,9 @@ def _without(result, keys):
 
 
 def _verdict(judged, passed, what, host, failure, success):
+    # play output (the role's assert): the failure carries the server's error text
     return {"judged": judged, "passed": passed,
-            "msg": "%s of %s%s" % (what, host, (": %s" % success) if passed else (" failed: %s" % failure))}
+            "msg": plain("%s of %s%s" % (what, host, (": %s" % success) if passed else (" failed: %s" % failure)), lines=True)}
 
 
 def run_record(settings, result, canary, host, gate_note="", now=None):
@@ -221,6 +223,7 @@ def run_record(settings, result, canary, host, gate_note="", now=None):
     summary = "%s" % (result.get("summary") or "FAILED: %s" % (result.get("msg") or ""))
     if canary is not None:
         summary += " | canary: %s" % (canary.get("summary") or "FAILED: %s" % (canary.get("msg") or ""))
+    summary = plain(summary)  # the end-of-play line and set_stats
     judge = _truthy(_setting(settings, "fail"))
     bench_ok = "levels" in result and error is None and (bool(gate.get("passed")) or not gate.get("enabled"))
     return {

@@ -18,7 +18,9 @@ What is hidden (the value is replaced by ``MASK``; names, flags and quotes stay,
 * ``Bearer X`` credentials and Hugging Face token values (``hf_`` and 16 or more letters or digits)
   wherever they stand;
 * every known secret passed by the caller, and every secret value found in the same object, wherever it
-  appears again (a key seen as ``api_key`` in a dump is also hidden in a later error message).
+  appears again (a key seen as ``api_key`` in a dump is also hidden in a later error message), also escaped
+  the way a ``repr()`` or a JSON string prints it (``printed_forms``: SGLang logs its ``server_args`` as a
+  dict repr, so a key with a tab or a no-break space is printed as ``\\t`` or ``\\xa0``).
 
 Values that cannot be credentials stay readable: ``None``/``null``, empty strings, booleans and numbers in
 text (``#token: 250``). Standard library only.
@@ -26,6 +28,7 @@ text (``#token: 250``). Standard library only.
 
 from __future__ import absolute_import, division, print_function
 
+import json
 import re
 
 MASK = "********"
@@ -165,11 +168,22 @@ def _patterns(text):
     return _assign_sub(text)
 
 
+def printed_forms(secret):
+    """Every form a secret takes in printed text: itself, and escaped inside a ``repr()`` or a JSON string (with and
+    without ``ensure_ascii``), once or twice over (a repr of a string that holds a repr). The server's launcher
+    masks the same forms (roles/sglang_server/files/launch_sglang.py keeps a copy of this function)."""
+    forms, last = set([secret]), set([secret])
+    for _level in range(2):
+        last = set(f for s in last for f in (repr(s)[1:-1], json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]))
+        forms.update(last)
+    return forms
+
+
 def _literals(secrets, found=()):
-    """Strings to replace wherever they appear, longest first."""
+    """Strings to replace wherever they appear, in every printed form, longest first."""
     values = set(s for s in secrets if isinstance(s, str) and s and s != MASK)
     values.update(s for s in found if isinstance(s, str) and len(s) >= MIN_SPREAD and s != MASK)
-    return sorted(values, key=len, reverse=True)
+    return sorted(set(f for s in values for f in printed_forms(s) if f != MASK), key=len, reverse=True)
 
 
 def _replace(text, literals):

@@ -15,8 +15,9 @@ import posixpath
 import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
-from ansible_collections.llmops.sglang.plugins.module_utils._http import is_loopback, local_url, worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key, is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.module_utils._pins import index_options
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_flag
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
 
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
@@ -162,10 +163,34 @@ def problems(settings, workers, loopback, me):
     if loopback:
         found.append("%s set sglang_server_host to a loopback address, so the router on %s cannot reach them. "
                      "Bind those servers to an address the router reaches (with an API key)." % (", ".join(loopback), me))
-    if isinstance(key, str) and KEY_FORBIDDEN.search(key):
-        found.append("router_api_key holds whitespace, a quote, a backslash, a backtick or a dollar sign; use a key of "
-                     "printable characters without them.")
+    if isinstance(key, str) and (KEY_FORBIDDEN.search(key) or not _travels(key)):
+        found.append("router_api_key holds whitespace (a tab, a no-break or zero-width space too), a character outside "
+                     "printable ASCII, a quote, a backslash, a backtick or a dollar sign: it is sent as 'Authorization: "
+                     "Bearer KEY' and written double-quoted into the EnvironmentFile; use a key of printable ASCII "
+                     "characters without them.")
+    secret = secret_flags(s.get("router_extra_args"))
+    if secret:
+        found.append("router_extra_args sets %s, a secret flag (the router's parser takes an abbreviation for the whole "
+                     "flag): every local user reads a command line. Give the API key as router_api_key, which reaches "
+                     "the router through its root-only EnvironmentFile, and drop the flag." % ", ".join(secret))
     return [p for p in found if p]
+
+
+def _travels(key):
+    """True when the key can be sent as a Bearer credential (_http's rule)."""
+    try:
+        check_api_key(key, "router_api_key")
+    except OptionError:
+        return False
+    return True
+
+
+def secret_flags(extra_args):
+    """The words of extra_args that set a secret flag, as written without their value: every spelling argparse takes
+    (``--api-k``, ``--ap=X``), by _redact's rule."""
+    if not isinstance(extra_args, (list, tuple)):
+        return []
+    return [_text(w).split("=", 1)[0] for w in extra_args if is_secret_flag(_text(w))]
 
 
 def plan(settings, hostvars, hosts, me):

@@ -35,6 +35,14 @@ HF_REVISION = re.compile(r"^[0-9a-f]{40}$")
 # Reads the token from stdin into the CLI's environment (never argv); an empty line means no token.
 HF_WRAPPER = 'IFS= read -r HF_TOKEN || :; if [ -n "$HF_TOKEN" ]; then export HF_TOKEN; else unset HF_TOKEN; fi; exec "$@"'
 STAGED_SOURCES = ("controller", "hf")
+# Directories of the system and its users: never a checkpoint directory the role creates, downloads into or mounts
+# over (it would take their files' place or, before, make root chmod /tmp 0755). Anything under the pseudo
+# filesystems is refused too.
+# (/mnt, /media and /srv are where exports and site data are meant to go: not in the list.)
+SYSTEM_DIRS = frozenset(("/", "/bin", "/boot", "/dev", "/dev/shm", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
+                         "/lost+found", "/opt", "/proc", "/root", "/run", "/sbin", "/snap", "/sys", "/tmp", "/usr", "/usr/bin",
+                         "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/log", "/var/tmp"))
+PSEUDO_FS = ("/proc/", "/sys/", "/dev/", "/run/", "/boot/")
 P = "sglang_runtime_"
 
 
@@ -223,6 +231,16 @@ def pip_state(settings, state, listed_after=None):
     return dict(plan, changes=changes)
 
 
+def system_dir(path):
+    """The directory path names, normalized (``//tmp/``, ``/models/../tmp`` -> ``/tmp``), when it is a system
+    directory or lies under a pseudo filesystem (SYSTEM_DIRS, PSEUDO_FS); else None."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        return None
+    normal = "/" + os.path.normpath(path).strip("/")
+    under_pseudo = (normal + "/").startswith(PSEUDO_FS) and not normal.startswith("/dev/shm/")
+    return normal if normal in SYSTEM_DIRS or under_pseudo else None
+
+
 def check_checkpoint_settings(settings):
     """The checkpoint settings of the chosen source, each failure naming the setting."""
     source, path = settings[P + "checkpoint_source"], settings[P + "checkpoint_path"]
@@ -231,6 +249,15 @@ def check_checkpoint_settings(settings):
         raise RuntimeSettingsError(
             "%scheckpoint_source must be local, nfs, controller or hf (not %s), %scheckpoint_path an absolute path "
             "(not %s) and %scheckpoint_copy_method auto, synchronize or copy." % (P, source, P, path, P))
+    name, where = (("checkpoint_path", path) if source in STAGED_SOURCES else
+                   ("checkpoint_nfs_mountpoint", str(settings.get(P + "checkpoint_nfs_mountpoint"))) if source == "nfs" else
+                   (None, None))
+    if name and system_dir(where):
+        raise RuntimeSettingsError(
+            "%s%s is %s, a system directory: with source %s the role %s there. Use a directory of the checkpoint's own, "
+            "such as /models/<name> (created root-owned 0755 when missing; an existing one keeps its owner and mode)."
+            % (P, name, system_dir(where), source, "mounts the export" if source == "nfs" else "creates the checkpoint "
+               "directory and writes the checkpoint"))
     if source == "controller" and not os.path.isabs(str(settings.get(P + "checkpoint_controller_src") or "")):
         raise RuntimeSettingsError("%scheckpoint_source=controller needs %scheckpoint_controller_src, an absolute "
                                    "directory on the controller." % (P, P))
@@ -283,12 +310,28 @@ def _ran(result):
     return isinstance(result, dict) and not result.get("skipped")
 
 
-def checkpoint_plan(settings, before=None, gate=None):
+def create_dir(path, stat):
+    """Whether the role creates ``path`` (with its owner and mode), from a registered ``stat`` of it: only when it does
+    not exist. An existing directory is never changed (it may be an operator's, with its own owner and mode); anything
+    else there fails, naming it. None when ``stat`` did not run."""
+    if not _ran(stat):
+        return None
+    found = stat.get("stat") or {}
+    if not found.get("exists"):
+        return True
+    if found.get("isdir"):
+        return False
+    raise RuntimeSettingsError("%scheckpoint_path %s exists and is not a directory: move it away or choose another "
+                               "path." % (P, path))
+
+
+def checkpoint_plan(settings, before=None, gate=None, dest=None):
     """Checks the checkpoint settings; returns whether to verify before staging, whether to stage (from the
     registered ``before`` verification; None without it), whether the gate runs (not when the verification before
     staging found the checkpoint complete: that result, which asked SGLang too, is the gate's), the server environment
     and, for the hub, the download command. Given the ``gate``'s result, returns the verification that counts as
-    ``verified`` and fails when a required quantization config is missing."""
+    ``verified`` and fails when a required quantization config is missing. Given ``dest`` (a registered stat of the
+    checkpoint path), ``create_dir`` says whether staging creates the directory (see ``create_dir``)."""
     check_checkpoint_settings(settings)
     source, path = settings[P + "checkpoint_source"], settings[P + "checkpoint_path"]
     stage = None if before is None else needs_staging(settings, before)
@@ -296,7 +339,7 @@ def checkpoint_plan(settings, before=None, gate=None):
     verified = gate if _ran(gate) else before if complete_before else {"skipped": True}
     check_quant_config(settings, verified)
     plan = {"source": source, "path": path, "verify_before": source in STAGED_SOURCES,
-            "stage": stage, "gate": not complete_before, "verified": verified,
+            "stage": stage, "gate": not complete_before, "verified": verified, "create_dir": create_dir(path, dest),
             "environment": server_environment(settings),
             # the NFS export to mount: one entry for source nfs, none otherwise
             "nfs": [{"src": settings[P + "checkpoint_nfs_src"], "path": settings[P + "checkpoint_nfs_mountpoint"],
@@ -331,14 +374,18 @@ def copy_plan(settings, source_files, host_files=None, rsync=None):
     (synchronize when forced, or with auto when rsync answered on both sides; the copy module otherwise).
     ``source_files`` and ``host_files`` are registered find results; a skipped host find means the directory does
     not exist yet in check mode, so nothing is copied (``staged`` still names every file). ``rsync`` holds the
-    registered ``rsync --version`` runs on the controller and on the host."""
+    registered ``rsync --version`` runs on the controller and on the host. The directories the host find lists
+    (``isdir``) are left out of ``dirs``: the role sets owner and mode only on directories it creates."""
     rsync_controller, rsync_host = (list(rsync or []) + [None, None])[:2]
     dry = isinstance(host_files, dict) and bool(host_files.get("skipped"))
     src, dest = settings[P + "checkpoint_controller_src"], settings[P + "checkpoint_path"]
     if not (source_files or {}).get("files"):
         raise RuntimeSettingsError("%scheckpoint_controller_src %s holds no files on the controller." % (P, src))
 
-    wanted = unsynced(source_files, host_files, src, dest)
+    # the host find lists regular files and directories (file_type any): only the files are compared
+    host_entries = [f for f in ((host_files if isinstance(host_files, dict) else {}).get("files") or []) if isinstance(f, dict)]
+    existing = set(os.path.relpath(f["path"], dest) for f in host_entries if f.get("isdir"))
+    wanted = unsynced(source_files, {"files": [f for f in host_entries if f.get("isreg", True)]}, src, dest)
     method = settings[P + "checkpoint_copy_method"]
     both = _rsync_found(rsync_controller) and _rsync_found(rsync_host)
     chosen = "synchronize" if method == "synchronize" or (method == "auto" and both) else "copy"
@@ -356,7 +403,7 @@ def copy_plan(settings, source_files, host_files=None, rsync=None):
     dirs = []
     for rel, _size in wanted:
         parent = os.path.dirname(rel)
-        if parent and parent not in dirs:
+        if parent and parent not in dirs and parent not in existing:
             dirs.append(parent)
     if dry:
         files, dirs = [], []

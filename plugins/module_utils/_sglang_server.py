@@ -20,7 +20,8 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.llmops.sglang.plugins.module_utils._http import WILDCARDS, is_loopback, local_url, worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import WILDCARDS, OptionError, check_api_key, is_loopback, local_url, worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_name
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
 
 P = "sglang_server_"
@@ -52,9 +53,8 @@ _OPTIONAL_FLAGS = (("--quantization", "quantization"), ("--moe-runner-backend", 
 _NUMBER_FLAGS = (("--mem-fraction-static", "mem_fraction_static"), ("--context-length", "context_length"),
                  ("--max-running-requests", "max_running_requests"))
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Environment names that hold secrets: they belong in the root-only EnvironmentFile, not in the world-readable unit.
-# Narrower than _redact's name rule on purpose: SGLang has settings such as SGLANG_LOG_DECODE_GRAPH_KEY.
-SECRET_ENV = re.compile(r"^(SGLANG_API_KEY|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|.*_(API_KEY|SECRET|PASSWORD|PASSWD))$")
+# Variables the role writes to the EnvironmentFile from its own settings: the environment must not set them again.
+ROLE_SECRET_ENV = {"SGLANG_API_KEY": P + "api_key", "HF_TOKEN": P + "hf_token"}
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 # Single-quoted in the EnvironmentFile: these characters would break out of the quotes.
 _UNQUOTABLE = re.compile(r"['\\\n\r]")
@@ -179,6 +179,19 @@ def environment(s):
     return env
 
 
+def secret_environment(env):
+    """The names in env that _redact calls secret (AWS_SECRET_ACCESS_KEY, ACCESS_TOKEN, OPENAI_API_KEY): their values go
+    to the root-only EnvironmentFile, not into the world-readable unit. The one name rule of the redaction: a name
+    it suspects wrongly (SGLANG_LOG_DECODE_GRAPH_KEY) still reaches SGLang, only privately."""
+    return sorted((str(name) for name in env if is_secret_name(str(name))), key=str.lower)
+
+
+def unit_environment(env):
+    """Environment= of the unit: env without its secret names."""
+    secret = secret_environment(env)
+    return dict((name, value) for name, value in env.items() if str(name) not in secret)
+
+
 def router_urls(s, host, groups, hostvars):
     """Where each router in front of this server (its router_worker_group holds this host) is reached from here."""
     urls = []
@@ -205,19 +218,38 @@ def problems(s, nodes, env, extra_managed, play_batch):
     if not all(v is None or (isinstance(v, str) and not _UNQUOTABLE.search(v)) for v in (key, s[P + "hf_token"])):
         out.append("sglang_server_api_key and sglang_server_hf_token must be strings without single quotes, backslashes or "
                    "line breaks (they are written single-quoted into %s/%s.env)." % (s[P + "config_dir"], s[P + "unit"]))
+    unsendable = [P + name for name in ("api_key", "hf_token") if not _sendable(s[P + name])]
+    if unsendable:
+        out.append("%s must be printable ASCII without spaces (no tab, no-break or zero-width space, no character outside "
+                   "ASCII): it is sent as 'Authorization: Bearer KEY', and SGLang logs it escaped in its server_args dump, "
+                   "where no mask of the raw value finds it. Check it for a pasted line break or a typographic character."
+                   % " and ".join(unsendable))
     if extra_managed:
         out.append("sglang_server_extra_args sets %s (SGLang's parser takes an abbreviation for the whole flag): use the "
                    "role's variables for these (the API key belongs in sglang_server_api_key, which keeps it off every "
                    "command line)." % ", ".join(extra_managed))
-    secret = [name for name in env if SECRET_ENV.match(str(name))]
-    if not isinstance(s[P + "environment"], dict) or secret or not all(_ENV_NAME.match(str(n)) for n in env):
-        out.append("sglang_server_environment must map variable names ([A-Za-z_][A-Za-z0-9_]*) to values, and must not hold "
-                   "a secret (%s: the unit file is world-readable; use sglang_server_api_key / sglang_server_hf_token, which "
-                   "go to the root-only EnvironmentFile)." % (", ".join(secret) or "none"))
+    owned = ["%s (set %s)" % (name, ROLE_SECRET_ENV[name]) for name in sorted(map(str, env)) if name in ROLE_SECRET_ENV]
+    if not isinstance(s[P + "environment"], dict) or owned or not all(_ENV_NAME.match(str(n)) for n in env):
+        out.append("sglang_server_environment must map variable names ([A-Za-z_][A-Za-z0-9_]*) to values, and must not set "
+                   "the variables the role writes from its own settings (%s)." % (", ".join(owned) or "none"))
+    unquotable = [name for name in secret_environment(env) if _UNQUOTABLE.search(str(env[name]))]
+    if unquotable:
+        out.append("sglang_server_environment: %s hold a secret by name and are written single-quoted into the root-only "
+                   "%s/%s.env, so their values must not contain single quotes, backslashes or line breaks."
+                   % (", ".join(unquotable), s[P + "config_dir"], s[P + "unit"]))
     out += _speculative_problems(s) if _bool(s[P + "speculative"]) else []
     out += _unit_problems(s)
     out += _node_problems(s, nodes, play_batch) if s[P + "nodes_group"] is not None else []
     return out
+
+
+def _sendable(secret):
+    """True when a key can travel as a Bearer credential (_http's rule); None and "" are no key."""
+    try:
+        check_api_key(secret)
+    except OptionError:
+        return False
+    return True
 
 
 def _speculative_problems(s):
@@ -276,6 +308,7 @@ def plan(settings, host, groups, hostvars, play_batch=None):
     service, unit_file = unit + ".service", "/etc/systemd/system/%s.service" % unit
     nodes = dict(layout(s, host, groups, hostvars), host=host)
     args, env = argv(s, nodes), environment(s)
+    unit_env, secret_env = unit_environment(env), secret_environment(env)
     exe = program(s[P + "command"] or [""])
     extra_managed = managed_in_extra(s[P + "extra_args"] or [])
     local = local_url(s[P + "host"], s[P + "port"])
@@ -291,10 +324,11 @@ def plan(settings, host, groups, hostvars, play_batch=None):
         "service": service, "unit_file": unit_file, "unit_prev": unit_file + ".prev", "env_file": conf + ".env",
         "argv_file": conf + ".argv.json",
         "prev_files": [{"current": f, "previous": f + ".prev", "mode": m, "secret": x} for f, m, x in files],
-        "launcher": LAUNCHER, "exec": exe, "argv": args, "env": env,
-        "exec_start": start, "environment_lines": environment_lines(env),
-        "record": {"unit": service, "command": s[P + "command"], "args": args, "environment": env,
-                   "secrets": [n for n, v in (("SGLANG_API_KEY", s[P + "api_key"]), ("HF_TOKEN", s[P + "hf_token"])) if v]},
+        "launcher": LAUNCHER, "exec": exe, "argv": args, "env": unit_env, "secret_env": secret_env,
+        "exec_start": start, "environment_lines": environment_lines(unit_env),
+        "record": {"unit": service, "command": s[P + "command"], "args": args, "environment": unit_env,
+                   "secrets": [n for n, v in (("SGLANG_API_KEY", s[P + "api_key"]), ("HF_TOKEN", s[P + "hf_token"])) if v]
+                   + secret_env},
         "nodes": nodes["nodes"], "nnodes": nodes["nnodes"], "node_rank": nodes["node_rank"], "node0": nodes["node0"],
         "dist_init_addr": nodes["dist_init_addr"], "nodes_group": s[P + "nodes_group"], "extra_managed": extra_managed,
         "host_is_loopback": is_loopback(s[P + "host"]), "local_url": local, "health_url": local + str(s[P + "ready_path"]),

@@ -14,6 +14,8 @@ import json
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.llmops.sglang.plugins.module_utils._report_text import plain
+
 SUMMARY_ROW = "%-24s %-9s %-8s %-34s %-24s %s"
 SUMMARY_HEADER = ("host", "preflight", "kv", "service", "runs", "benchmark")
 # Characters of the configuration digest: hosts on one configuration show one value.
@@ -85,7 +87,8 @@ def summary_row(host, hv):
     pre = hv.get("gpu_preflight_result")
     guard = hv.get("audit_guard")
     report = hv.get("sglang_site_report")
-    return SUMMARY_ROW % (
+    # play output: the cells carry what hosts, servers and logs answered (unit state, verdicts, benchmark line)
+    return SUMMARY_ROW % tuple(plain(cell) for cell in (
         host,
         "n/a" if pre is None else ("passed" if pre.get("passed") else
                                    "FAILED:" + ",".join(f.get("rule", "?") for f in pre.get("failed") or [])),
@@ -93,7 +96,7 @@ def summary_row(host, hv):
         _service(hv.get("sglang_server_info")),
         "n/a" if report is None else "%s (%s)" % (report.get("config"), report.get("outcome")),
         hv.get("benchmark_summary", "n/a"),
-    )
+    ))
 
 
 def summary_lines(hosts, hostvars):

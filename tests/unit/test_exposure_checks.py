@@ -6,7 +6,8 @@
 
 The roles' own check tasks run with ansible-playbook on localhost (they only read variables): the router and the
 server refuse a non-loopback bind without a key in the same words, unless a waiver gives the reason; the server
-refuses extra arguments that set the key (abbreviated too) and secret-named variables in the unit's environment.
+refuses extra arguments that set the key (abbreviated too), keys no Bearer header can carry, and environment variables
+that would set the role's own secrets; the router refuses its key in extra arguments in every spelling its parser takes.
 """
 
 from __future__ import annotations
@@ -75,7 +76,19 @@ def test_server_extra_args_cannot_set_a_managed_flag_abbreviated(tmp_path, args)
     assert "use the role's variables for these" in out, out
 
 
-@pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "SGLANG_API_KEY", "S3_SECRET"])
-def test_server_environment_holds_no_secret(tmp_path, name):
+@pytest.mark.parametrize("name, setting", [("HF_TOKEN", "sglang_server_hf_token"), ("SGLANG_API_KEY", "sglang_server_api_key")])
+def test_server_environment_does_not_set_the_roles_own_secrets(tmp_path, name, setting):
+    # other secret-named variables go to the root-only EnvironmentFile (test_sglang_server.py)
     rc, out = run_checks(tmp_path, "sglang_server", "validate", {"sglang_server_environment": {name: "v", "HF_HUB_OFFLINE": "1"}})
-    assert rc != 0 and "must not hold a secret (%s: the unit file is" % name in out, out
+    assert rc != 0 and "must not set the variables the role writes from its own settings (%s (set %s))" % (name, setting) in out, out
+
+
+def test_server_refuses_a_key_with_a_tab(tmp_path):
+    rc, out = run_checks(tmp_path, "sglang_server", "validate", {"sglang_server_api_key": "sk-lab\tkey-1"})
+    assert rc != 0 and "sglang_server_api_key must be printable ASCII without spaces" in out and "sk-lab" not in out, out
+
+
+@pytest.mark.parametrize("args", [["--ap=sk-lab-r1"], ["--api-k", "sk-lab-r1"]])
+def test_router_extra_args_cannot_set_the_key_abbreviated(tmp_path, args):
+    rc, out = run_checks(tmp_path, "router", "checks", dict(ROUTER, router_extra_args=args))
+    assert rc != 0 and "router_extra_args sets %s, a secret flag" % args[0].split("=")[0] in out and "sk-lab-r1" not in out, out

@@ -100,3 +100,39 @@ def test_every_play_with_the_audit_or_the_benchmark_is_wired():
             if "llmops.sglang.audit" in text or "llmops.sglang.benchmark" in text:
                 assert "vars/server_wiring.yml" in (play.get("vars_files") or []), path.name
                 assert not set(WIRED) & set(play.get("vars") or {}), "%s wires the server a second time" % path.name
+
+
+RUNTIME_TASKS = ROOT / "roles" / "sglang_runtime" / "tasks"
+
+
+def _runtime_tasks(name):
+    return _load(RUNTIME_TASKS / name)
+
+
+def test_the_runtime_role_sets_owner_and_mode_only_on_directories_it_creates():
+    """A checkpoint path that exists (/tmp, an operator's /models) keeps its owner and mode: every directory task is
+    conditioned on the plan's decision, and the decision is fed the stat and the find of what is on the host."""
+    checkpoint = _runtime_tasks("checkpoint.yml")
+    names = [t["name"] for t in checkpoint]
+    stat = next(t for t in checkpoint if "ansible.builtin.stat" in t)
+    assert stat["ansible.builtin.stat"]["path"] == "{{ sglang_runtime_checkpoint_path }}" and "when" not in stat
+    decide = next(t for t in checkpoint if t["name"] == "Decide whether the checkpoint must be staged")
+    assert "dest=%s)" % stat["register"] in decide["ansible.builtin.set_fact"]["_sglang_runtime_checkpoint"]
+    assert names.index(stat["name"]) < names.index(decide["name"]) < names.index(
+        "Copy the checkpoint from the controller or download it from the hub")
+    for staging in ("checkpoint_controller.yml", "checkpoint_hf.yml"):
+        tasks = _runtime_tasks(staging)
+        touching = [t for t in tasks if any(m in t for m in ("ansible.builtin.file", "file"))]
+        assert touching, staging
+        for task in touching:
+            args = task.get("ansible.builtin.file") or task["file"]
+            assert args.get("state") == "directory" and not {"owner", "group", "recurse"} & set(args), task["name"]
+            if args["path"] == "{{ sglang_runtime_checkpoint_path }}":
+                assert task.get("when") == "_sglang_runtime_checkpoint.create_dir", task["name"]
+            else:
+                assert (args["path"], task.get("loop")) == ("{{ item }}", "{{ _sglang_runtime_copy.dirs }}"), task["name"]
+    controller = _runtime_tasks("checkpoint_controller.yml")
+    host_find = next(t for t in controller if t.get("register") == "_sglang_runtime_dest")
+    assert host_find["ansible.builtin.find"]["file_type"] == "any"  # directories listed: runtime_copy leaves them out
+    plan = next(t for t in controller if "_sglang_runtime_copy" in (t.get("ansible.builtin.set_fact") or {}))
+    assert "runtime_copy(_sglang_runtime_src, _sglang_runtime_dest," in plan["ansible.builtin.set_fact"]["_sglang_runtime_copy"]

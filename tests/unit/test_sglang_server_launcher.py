@@ -148,3 +148,37 @@ def test_sglang_0_5_23_parser_gets_the_key_through_the_launcher(tmp_path, sglang
     # SGLang puts the key into launch_command (and logs it, and /server_info shows it); the launcher's output does not
     assert "launch_command: --model-path /models/Qwen3.5-397B-A17B-NVFP4 --tp-size 8 --api-key ********" in proc.stdout
     assert KEY not in proc.stdout + proc.stderr
+
+
+# SGLang 0.5.23's own dump (entrypoints/engine.py: logger.info(f"server_args={_server_args_for_logging(server_args)}"),
+# that function being redact_watermark_secrets(server_args.resolved_dict()); engine.py itself needs uvloop) and its
+# /server_info body (Starlette's JSONResponse), printed by the server process the launcher runs.
+SGLANG_DUMP = r"""
+import hashlib, logging, sys
+from sglang.srt.sampling.watermarking.core import redact_watermark_secrets
+from sglang.srt.server_args import prepare_server_args
+from starlette.responses import JSONResponse
+logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s")
+args = prepare_server_args(sys.argv[1:])
+print("key sha256 " + hashlib.sha256(args.api_key.encode()).hexdigest())
+logging.getLogger("sglang.srt.entrypoints.engine").info(f"server_args={redact_watermark_secrets(args.resolved_dict())}")
+info = args.resolved_dict()
+info["launch_command"] = args.launch_command
+print(JSONResponse(info).body.decode())
+print(repr(args.api_key), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("key", ["sk-lab-Tab\t7Qm2ZbV9xN", "sk-lab-Nbsp\u00a07Qm2ZbV9", "sk-lab-Zw\u200b7Qm2ZbV9xN"],
+                         ids=["tab", "no-break space", "zero-width space"])
+def test_sglang_0_5_23_prints_no_form_of_a_key_with_a_blank(tmp_path, sglang_python, key):
+    proc = launch(["-c", SGLANG_DUMP, "--model-path", "/models/Qwen3.5-397B-A17B-NVFP4", "--api-key", WORD], tmp_path,
+                  env={"SGLANG_API_KEY": key}, python=sglang_python, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import hashlib  # pylint: disable=import-outside-toplevel
+
+    assert "key sha256 " + hashlib.sha256(key.encode()).hexdigest() in proc.stdout  # SGLang got the key
+    out = proc.stdout + proc.stderr
+    assert "server_args={" in proc.stderr and "'api_key': '********'" in proc.stderr and '"api_key":"********"' in proc.stdout
+    forms = {key, repr(key)[1:-1], json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}
+    assert [f for f in forms if f in out] == []

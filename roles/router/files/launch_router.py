@@ -23,10 +23,12 @@ def main(argv):
     check = argv[:1] == ["--check"]
     if check:
         argv = argv[1:]
-    if "--api-key" in argv or any(a.startswith("--api-key=") for a in argv):
-        sys.stderr.write("launch_router.py: pass the API key as %s, not as --api-key\n" % KEY_VAR)
-        return 2
     args = parse_router_args(argv)  # argparse exits 2 on an unknown flag or a bad value
+    # Asked of the parser itself, so every spelling it takes (--api-key, --api-k, --ap=KEY) is caught.
+    if getattr(args, "api_key", None):
+        sys.stderr.write("launch_router.py: pass the API key as %s, not as a flag (--api-key or an abbreviation of it)\n"
+                         % KEY_VAR)
+        return 2
     if check:
         try:
             validate = getattr(args, "_validate_router_args", None)

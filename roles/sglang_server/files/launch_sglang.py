@@ -16,10 +16,13 @@ would run it:
 
 SGLang logs its arguments with the key in clear (``server_args={... 'api_key': ...}``, and
 ``launch_command``): everything this process writes to stdout/stderr or logs has the key and the HF token
-replaced by ********. The processes SGLang spawns get neither variable; they receive the key inside the
-server args and print none of it.
+replaced by ********, in every form they are printed in: raw, and escaped in a ``repr()`` or JSON string (the
+``server_args=`` dump is a dict repr, where a tab in a key reads ``\\t``; the roles refuse such keys anyway).
+The processes SGLang spawns get neither variable; they receive the key inside the server args and print none
+of it.
 """
 
+import json
 import logging
 import os
 import runpy
@@ -31,6 +34,16 @@ PLACEHOLDER = "${%s}" % KEY_VAR
 TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 SECRET_FLAGS = ("--api-key", "--admin-api-key", "--ssl-keyfile-password")
 MASK = "********"
+
+
+def printed_forms(secret):
+    """The secret raw and escaped inside a repr() or JSON string, once or twice over: a copy of
+    plugins/module_utils/_redact.py's printed_forms (this file runs without the collection; a test keeps them equal)."""
+    forms, last = set([secret]), set([secret])
+    for _level in range(2):
+        last = set(f for s in last for f in (repr(s)[1:-1], json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]))
+        forms.update(last)
+    return forms
 
 
 class MaskedStream(object):
@@ -52,7 +65,7 @@ class MaskedStream(object):
 
 def mask_output(secrets):
     """Mask secrets in sys.stdout, sys.stderr and every log record of this process."""
-    secrets = sorted(set(s for s in secrets if s), key=len, reverse=True)
+    secrets = sorted(set(f for s in secrets if s for f in printed_forms(s)), key=len, reverse=True)
     if not secrets:
         return
     sys.stdout = MaskedStream(sys.stdout, secrets)

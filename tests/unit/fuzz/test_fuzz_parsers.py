@@ -7,6 +7,7 @@ text and structured input); the case counts are printed at the end of the run.""
 
 import io
 import json
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -34,6 +35,10 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as 
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd_exec as se
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as rd
+from ansible_collections.llmops.sglang.plugins.module_utils import _redact as rdc
+from ansible_collections.llmops.sglang.plugins.module_utils import _report_text as rt
+from ansible_collections.llmops.sglang.plugins.module_utils import _router_plan as rplan
+from ansible_collections.llmops.sglang.plugins.module_utils import _runtime as runtime
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
@@ -609,3 +614,42 @@ def test_sglang_args(request):
     # the answer is what the collection's own checker prints: its shape is fixed, its strings come from SGLang
     fuzz(request, lambda m: ([m.pick(ARGS_WORDS + (m.junk(),)) for _i in range(m.r.randrange(10))],
                              m.json([CHECKER_ANSWER], leaves_only=True)), check, 3000)
+
+
+# ---- escaping for reports, printed forms of secrets, refused paths and flags ------------------------------------
+
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def test_report_text_escapers(request):
+    """_report_text on mutated real log lines and hostile values: never raises; nothing raw in the output; every pipe
+    of a Markdown text escaped; a code span's or block's fence longer than any backtick run inside."""
+    def check(value):
+        for lines in (False, True):
+            assert RAW_CONTROL.search(rt.plain(value, lines).replace("\n", "") if lines else rt.plain(value)) is None
+        text = rt.markdown(value)
+        assert RAW_CONTROL.search(text) is None and "\n" not in text
+        assert not re.search(r"(?<!\\)(?:\\\\)*\|", text)  # every | preceded by an odd run of backslashes
+        for kind in ("code", "block"):
+            out = rt.markdown(value, kind)
+            fence = re.match(r"`*", out).group(0)
+            assert not fence or max([0] + [len(r) for r in re.findall("`+", out[len(fence):len(out) - len(fence)])]) < len(fence)
+    fuzz(request, lambda m: m.pick((lambda: m.text(KV_LINES, 3), m.junk, m.scalar, m.value))(), check, 6000)
+
+
+def test_secret_forms_paths_and_router_flags(request):
+    """_redact.printed_forms and masking with a known secret; _runtime.system_dir; _router_plan.secret_flags."""
+    def check(case):
+        secret, text, words = case
+        if isinstance(secret, str):
+            forms = rdc.printed_forms(secret)
+            assert secret in forms
+            rdc.redact_text(text + " " + repr(secret) + " " + json.dumps(secret), [secret])
+        normal = runtime.system_dir(text)
+        assert normal is None or normal in runtime.SYSTEM_DIRS or (normal + "/").startswith(runtime.PSEUDO_FS)
+        flags = rplan.secret_flags(words)
+        assert all(isinstance(f, str) for f in flags)
+    fuzz(request, lambda m: (m.pick((m.junk(), "sk-lab\t1", "sk\u00a0x", m.scalar())),
+                             m.pick(("/tmp", "//tmp/", "/models/../root", "/proc/1", m.junk(), m.text(KV_LINES, 1))),
+                             m.pick(([m.pick(ARGS_WORDS + ("--ap", "--ap=x", "--api-k", m.junk())) for _i in range(m.r.randrange(6))],
+                                     m.scalar()))), check, 3000)

@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _http, _kv_guard, _readiness, _server_info, _sglang_args
-from ansible_collections.llmops.sglang.plugins.module_utils._redact import MASK, is_secret_flag, is_secret_name, redact, redact_argv, redact_text
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import (MASK, is_secret_flag, is_secret_name, printed_forms, redact, redact_argv,
+                                                                           redact_text)
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 SECRETS_DIR = ROOT / "tests" / "fixtures" / "secrets"
@@ -102,6 +103,40 @@ def test_a_secret_found_once_is_hidden_everywhere():
     assert leaked(redact_text(line)) == []
     data = {"server_info": {"api_key": KEYS["api_key"]}, "note": ["the key was %s" % KEYS["api_key"]]}
     assert leaked(json.dumps(redact(data))) == []
+
+
+
+# Keys with a tab, a no-break space, a zero-width space: what SGLang 0.5.23 printed of them (make_samples.py).
+ESCAPED = json.loads((SECRETS_DIR / "sglang-0.5.23-escaped-keys.json").read_text())["keys"]
+
+
+def printed(key):
+    """The key raw, in a repr() and in a JSON string: the forms SGLang prints (its dump is a dict repr)."""
+    return {key, repr(key)[1:-1], json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}
+
+
+@pytest.mark.parametrize("what", sorted(ESCAPED))
+def test_a_key_sglang_prints_escaped_is_masked_in_every_form(what):
+    sample = ESCAPED[what]
+    key, dump = sample["key"], sample["dump_line"]
+    # SGLang's dump holds the key escaped, never raw: masking the raw value alone leaves it readable
+    assert key not in dump and repr(key)[1:-1] in dump.replace(key, MASK)
+    for text in (dump, sample["server_info_json"], sample["launch_command"]):
+        for out in (redact_text(text), redact_text(text, [key])):
+            assert [f for f in printed(key) if f in out] == [], (what, out[:200])
+    # a key known raw (a dict value) is hidden where it was printed escaped, and a key given by the caller too
+    note = "auth failed for %s; was %s" % (repr(key)[1:-1], json.dumps(key)[1:-1])
+    assert [f for f in printed(key) if f in json.dumps(redact({"api_key": key, "log": note}), ensure_ascii=False)] == []
+    assert [f for f in printed(key) if f in redact_text(note, [key])] == []
+    assert printed(key) <= printed_forms(key)
+
+
+def test_the_launcher_masks_the_same_forms():
+    import runpy  # pylint: disable=import-outside-toplevel
+
+    launcher = runpy.run_path(str(ROOT / "roles" / "sglang_server" / "files" / "launch_sglang.py"))
+    for key in [s["key"] for s in ESCAPED.values()] + [KEYS["api_key"], "a'b\"c\\d"]:
+        assert launcher["printed_forms"](key) == printed_forms(key)
 
 
 def test_values_that_are_not_credentials_stay():

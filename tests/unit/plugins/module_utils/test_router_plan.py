@@ -149,7 +149,7 @@ def test_bad_settings_are_refused_with_the_fix(changes):
 @pytest.mark.parametrize("key", ["sk-q9 z", 'sk-q9"z', "sk-q9'z", "sk-q9\\z", "sk-q9$z", "sk-q9`z", "sk-q9\nz"])
 def test_a_key_systemd_would_mangle_is_refused_without_quoting_it(key):
     problems = plan(router_api_key=key)["problems"]
-    assert any("router_api_key holds whitespace" in m for m in problems)
+    assert any(m.startswith("router_api_key holds whitespace") for m in problems)
     assert not any("sk-q9" in m for m in problems)
 
 
@@ -184,3 +184,70 @@ def test_only_the_wheels_the_host_lacks_are_copied():
     assert unchanged == {"files": [], "dirs": []}
     # a host without the directory: find skipped it (check mode) or found nothing
     assert len(rp.wheels(copy, controller, {"skipped": True})["files"]) == 4
+
+
+def _router_parser():
+    import argparse  # pylint: disable=import-outside-toplevel
+
+    from sglang_router.router_args import RouterArgs  # pylint: disable=import-outside-toplevel
+
+    parser = argparse.ArgumentParser()
+    RouterArgs.add_cli_args(parser, use_router_prefix=False)  # what parse_router_args builds
+    return parser
+
+
+def _sets_the_key(words):
+    """What the real router's parser makes of ``words`` after a valid command line: the API key it took, else None."""
+    import contextlib  # pylint: disable=import-outside-toplevel
+    import io  # pylint: disable=import-outside-toplevel
+
+    from sglang_router.launch_router import parse_router_args  # pylint: disable=import-outside-toplevel
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return parse_router_args(["--worker-urls", "http://10.0.0.11:30000"] + words).api_key
+    except (SystemExit, ValueError):  # ambiguous, unknown or a bad value: the parser refuses it
+        return None
+
+
+def test_every_spelling_the_real_router_takes_for_the_key_is_refused_in_extra_args():
+    parser = _router_parser()
+    options = sorted(o for a in parser._actions for o in a.option_strings if o.startswith("--"))
+    secret = [o for a in parser._actions for o in a.option_strings if a.dest == "api_key"]
+    assert secret == ["--api-key"]
+    # every prefix of every flag, as a separate word and inline: the parser decides which ones set the key
+    spellings = sorted({o[:end] for o in options for end in range(3, len(o) + 1)})
+    taken = [w for p in spellings for w in ([p, "sk-abbrev-1"], [p + "=sk-abbrev-1"]) if _sets_the_key(w) == "sk-abbrev-1"]
+    assert ["--ap", "sk-abbrev-1"] in taken and ["--api-k=sk-abbrev-1"] in taken and ["--api-key", "sk-abbrev-1"] in taken
+    missed = [w for w in taken if not any(m.startswith("router_extra_args sets " + w[0].split("=")[0] + ",")
+                                          for m in plan(router_extra_args=w)["problems"])]
+    assert missed == []
+    # no real flag of another option is refused (--api-key's neighbours included)
+    wrong = [o for o in options if o != "--api-key" and rp.secret_flags([o, "1"])
+             and parser._option_string_actions[o].dest not in ("control_plane_api_keys", "oracle_password")]
+    assert wrong == []
+    assert not any("router_extra_args sets" in m for m in plan(router_extra_args=["--log-dir", "/var/log/router"])["problems"])
+
+
+def test_the_refusal_names_the_flag_never_the_key():
+    problems = plan(router_extra_args=["--ap=sk-inline-secret-9", "--log-dir", "/x"])["problems"]
+    assert [m for m in problems if m.startswith("router_extra_args sets --ap, a secret flag")] and "sk-inline" not in " ".join(problems)
+
+
+def test_the_launcher_refuses_the_key_in_any_spelling_the_parser_takes(capsys):
+    import runpy  # pylint: disable=import-outside-toplevel
+
+    launcher = runpy.run_path(str(ROOT / "roles" / "router" / "files" / "launch_router.py"))
+    base = ["--check", "--worker-urls", "http://10.0.0.11:30000"]
+    for words in (["--api-key", "sk-l1"], ["--api-k", "sk-l1"], ["--ap=sk-l1"]):
+        assert launcher["main"](base + words) == 2
+        err = capsys.readouterr().err
+        assert "pass the API key as SGLANG_ROUTER_API_KEY" in err and "sk-l1" not in err
+    assert launcher["main"](base + ["--log-dir", "/var/log/router"]) == 0
+
+
+@pytest.mark.parametrize("key", ["sk-q9\tz", "sk-q9\u00a0z", "sk-q9\u200bz", "sk-q9\u00e9z", "sk-q9\x7fz"])
+def test_a_key_that_cannot_travel_as_a_bearer_header_is_refused(key):
+    problems = plan(router_api_key=key)["problems"]
+    assert any(m.startswith("router_api_key holds whitespace (a tab, a no-break or zero-width space too)") for m in problems)
+    assert not any("sk-q9" in m for m in problems)

@@ -408,3 +408,74 @@ def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
 def test_pip_list_that_is_not_json_is_named():
     with pytest.raises(AnsibleFilterError, match="pip list --format=json printed no JSON list"):
         runtime_pip(settings(), {"commands": {"pip_list": {"rc": 0, "stdout": "WARNING: something"}}})
+
+
+@pytest.mark.parametrize("path", ["/", "/tmp", "/tmp/", "//tmp", "/models/../tmp", "/dev/shm", "/root", "/home", "/etc", "/usr",
+                                  "/usr/local", "/var", "/var/tmp", "/boot", "/proc", "/proc/1/root", "/sys/kernel", "/run",
+                                  "/run/user/0", "/opt"])
+@pytest.mark.parametrize("source", ["controller", "hf"])
+def test_a_staged_checkpoint_in_a_system_directory_is_refused(path, source):
+    normal = "/" + os.path.normpath(path).strip("/")
+    with pytest.raises(AnsibleFilterError, match=re.escape("sglang_runtime_checkpoint_path is %s, a system directory: with "
+                                                           "source %s the role creates the checkpoint directory" % (normal, source))):
+        runtime_checkpoint(settings(checkpoint_source=source, checkpoint_path=path, checkpoint_hf_revision=REV,
+                                    checkpoint_controller_src="/ctl/ckpt"))
+
+
+@pytest.mark.parametrize("path", ["/models/x", "/dev/shm/ckpt", "/tmp/ckpt", "/home/ops/models/q", "/srv/hf/ckpt", "/mnt/ckpt"])
+def test_a_checkpoint_directory_of_its_own_is_accepted(path):
+    plan = runtime_checkpoint(settings(checkpoint_source="hf", checkpoint_path=path, checkpoint_hf_revision=REV))
+    assert plan["path"] == path and plan["create_dir"] is None  # no stat given
+    # the role writes nothing into a local checkpoint: any path is its owner's business
+    assert runtime_checkpoint(settings(checkpoint_source="local", checkpoint_path="/tmp"))["path"] == "/tmp"
+
+
+def test_an_nfs_mount_over_a_system_directory_is_refused():
+    with pytest.raises(AnsibleFilterError, match="sglang_runtime_checkpoint_nfs_mountpoint is /, a system directory: with "
+                                                 "source nfs the role mounts the export there"):
+        runtime_checkpoint(settings(checkpoint_source="nfs", checkpoint_nfs_src="nas:/m", checkpoint_nfs_mountpoint="/",
+                                    checkpoint_path="/models/x"))
+
+
+def _stat(path):
+    """An ansible.builtin.stat result of a real path (the fields create_dir reads)."""
+    found = {"exists": os.path.lexists(path)}
+    if found["exists"]:
+        found.update(isdir=os.path.isdir(path), mode="%04o" % (os.stat(path).st_mode & 0o7777))
+    return {"changed": False, "stat": found}
+
+
+def test_the_role_creates_only_a_checkpoint_directory_that_is_not_there(tmp_path):
+    sticky = tmp_path / "shared"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # what /tmp is: staging must leave it as it is
+    (tmp_path / "file").write_text("x")
+    base = settings(checkpoint_source="hf", checkpoint_hf_revision=REV)
+    assert runtime_checkpoint(dict(base, sglang_runtime_checkpoint_path=str(sticky)), dest=_stat(sticky))["create_dir"] is False
+    missing = tmp_path / "models" / "q"
+    assert runtime_checkpoint(dict(base, sglang_runtime_checkpoint_path=str(missing)), dest=_stat(missing))["create_dir"] is True
+    assert runtime_checkpoint(base, dest={"skipped": True})["create_dir"] is None
+    with pytest.raises(AnsibleFilterError, match="checkpoint_path %s exists and is not a directory" % re.escape(str(tmp_path / "file"))):
+        runtime_checkpoint(dict(base, sglang_runtime_checkpoint_path=str(tmp_path / "file")), dest=_stat(tmp_path / "file"))
+
+
+def test_the_copy_creates_only_the_subdirectories_the_host_lacks(tmp_path):
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    for rel in ("config.json", "a/b/model-1.safetensors", "c/model-2.safetensors", "d/e.txt"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(rel)
+    (dest / "a" / "b").mkdir(parents=True)
+    (dest / "d").mkdir()
+    (dest / "d" / "e.txt").write_text("d/e.txt")
+
+    def find_any(root):  # ansible.builtin.find with file_type any: files and directories, isdir and isreg set
+        entries = []
+        for directory, dirs, names in os.walk(root):
+            entries += [{"path": os.path.join(directory, n), "size": os.path.getsize(os.path.join(directory, n)),
+                         "isdir": n in dirs, "isreg": n not in dirs} for n in dirs + names]
+        return {"changed": False, "files": entries}
+
+    plan = _runtime.copy_plan(settings(checkpoint_controller_src=str(src), checkpoint_path=str(dest), checkpoint_copy_method="copy"),
+                              find(src), find_any(dest))
+    assert [f["path"] for f in plan["copy_files"]] == ["a/b/model-1.safetensors", "c/model-2.safetensors", "config.json"]
+    assert plan["dirs"] == [str(dest / "c")]  # a/b exists and keeps its mode; d's file is there already

@@ -65,6 +65,13 @@ def _plan(inventory, host):
 def test_the_plan_equals_what_the_roles_jinja_derived(inventory, host):
     before = json.loads((FIXTURES / "rendered" / (host + ".json")).read_text())
     plan = _plan(inventory, host)
+    # Since then, variables with a secret's name go to the EnvironmentFile instead of the unit (wild6 has two).
+    moved = sorted(n for n in before["env"] if is_secret_name(n))
+    assert plan["secret_env"] == moved and (host != "wild6" or moved == ["HUGGING_FACE_HUB_TOKEN", "MY_API_KEY"])
+    before["env"] = before["argv_record"]["environment"] = {k: v for k, v in before["env"].items() if k not in moved}
+    before["argv_record"]["secrets"] += moved
+    before["unit_text"] = "".join(line for line in before["unit_text"].splitlines(True)
+                                  if not any(line.startswith('Environment="%s=' % n) for n in moved))
     for key in ("service", "unit_file", "env_file", "argv_file", "prev_files", "exec", "nodes", "nnodes", "node_rank",
                 "node0", "dist_init_addr", "argv", "env", "extra_managed", "host_is_loopback", "local_url", "health_url",
                 "worker_url", "router_urls", "verify_command"):
@@ -166,15 +173,19 @@ def test_flags_are_sglangs_own(sglang_python, inventory):
     assert set(srv.MAMBA_STRATEGIES) <= set(real["--mamba-radix-cache-strategy"])
 
 
-def test_no_sglang_setting_is_refused_as_a_secret(sglang_python):
+def test_every_sglang_setting_reaches_the_server_and_the_secret_ones_privately(sglang_python, inventory):
     names = _sglang(sglang_python, "import json, sglang.srt.environ as e\n"
                     "print(json.dumps([n for n in dir(e.Envs) if n.isupper()]))")
     assert len(names) > 100
-    # What the unit refuses is a credential by the collection's redaction rule too (EXA_API_KEY is); names that rule
-    # only suspects (SGLANG_LOG_DECODE_GRAPH_KEY) stay allowed.
-    refused = [n for n in names if srv.SECRET_ENV.match(n)]
-    assert refused and all(is_secret_name(n) for n in refused)
-    assert "SGLANG_LOG_DECODE_GRAPH_KEY" in names and "SGLANG_LOG_DECODE_GRAPH_KEY" not in refused
+    settings, groups, hostvars = inventory
+    plan = srv.plan(dict(settings["one"], sglang_server_environment=dict((n, "1") for n in names)), "one", groups, hostvars,
+                    play_batch=HOSTS)
+    # none is refused; those _redact calls secret (EXA_API_KEY; SGLANG_LOG_DECODE_GRAPH_KEY, which it only suspects)
+    # go to the root-only EnvironmentFile, every other one into the unit
+    assert plan["problems"] == []
+    assert "EXA_API_KEY" in plan["secret_env"] and "SGLANG_LOG_DECODE_GRAPH_KEY" in plan["secret_env"]
+    assert sorted(plan["secret_env"] + list(plan["env"])) == sorted(names)
+    assert plan["secret_env"] == sorted((n for n in names if is_secret_name(n)), key=str.lower)
 
 
 SECURITY = ROOT / "tests" / "fixtures" / "tool-outputs" / "systemd-analyze-security-252-sglang-qwen%s.txt"
@@ -241,3 +252,52 @@ def test_the_drain_and_join_lines(inventory):
     assert srv.drain_text(dict(leave, drain=None)).endswith("; not drained (check mode)")
     assert out["stays_out"].startswith("http://10.0.0.11:30000 stays out of http://10.0.0.5:30010, http://[fd00::5]:30000, "
                                        "http://10.0.0.7:30000: http://127.0.0.1:30000/health_generate answered -1, not 200.")
+
+
+SECRET_ENV = {"AWS_SECRET_ACCESS_KEY": "aws-lab-secret-4b7c", "ACCESS_TOKEN": "tok-lab-9e2f1a", "HF_HUB_OFFLINE": "1"}
+
+
+def test_secret_named_variables_go_to_the_environment_file_not_the_unit(inventory):
+    from ansible.template import trust_as_template  # pylint: disable=import-outside-toplevel
+
+    settings, groups, hostvars = inventory
+    s = dict(settings["one"], sglang_server_environment=SECRET_ENV, sglang_server_api_key="sk-lab-env-1",
+             sglang_runtime_environment={"S3_SECRET": "s3-lab-secret-77", "PATH": "/opt/x"})
+    plan = srv.plan(s, "one", groups, hostvars, play_batch=HOSTS)
+    assert plan["problems"] == []
+    # _redact's name rule decides (HF_HUB_OFFLINE and PATH are not secret)
+    assert plan["secret_env"] == ["ACCESS_TOKEN", "AWS_SECRET_ACCESS_KEY", "S3_SECRET"]
+    assert sorted(plan["env"]) == ["HF_HUB_OFFLINE", "PATH"] and plan["record"]["environment"] == plan["env"]
+    assert plan["record"]["secrets"] == ["SGLANG_API_KEY", "ACCESS_TOKEN", "AWS_SECRET_ACCESS_KEY", "S3_SECRET"]
+    published = json.dumps(plan)  # the plan is a fact: no value of a secret in it, the unit's lines included
+    assert [v for v in ("aws-lab-secret-4b7c", "tok-lab-9e2f1a", "s3-lab-secret-77", "sk-lab-env-1") if v in published] == []
+    # the role's EnvironmentFile template writes them single-quoted, next to the key
+    templar = Templar(loader=DataLoader(), variables=dict(s, _sglang_server_settings=s, _sglang_server_plan=plan,
+                                                            ansible_managed="managed", sglang_server_hf_token=None))
+    text = templar.template(trust_as_template((ROLE / "templates" / "sglang.env.j2").read_text()))
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert lines == ["SGLANG_API_KEY='sk-lab-env-1'", "ACCESS_TOKEN='tok-lab-9e2f1a'",
+                     "AWS_SECRET_ACCESS_KEY='aws-lab-secret-4b7c'", "S3_SECRET='s3-lab-secret-77'"]
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"SGLANG_API_KEY": "x"}, "must not set the variables the role writes from its own settings (SGLANG_API_KEY (set "
+                              "sglang_server_api_key))"),
+    ({"HF_TOKEN": "x"}, "(HF_TOKEN (set sglang_server_hf_token))"),
+    ({"AWS_SECRET_ACCESS_KEY": "a'b"}, "sglang_server_environment: AWS_SECRET_ACCESS_KEY hold a secret by name and are "
+                                       "written single-quoted into the root-only /etc/sglang/"),
+])
+def test_environment_refusals_name_the_variable_not_the_value(inventory, env, words):
+    settings, groups, hostvars = inventory
+    problems = srv.plan(dict(settings["one"], sglang_server_environment=env), "one", groups, hostvars, HOSTS)["problems"]
+    assert [p for p in problems if words in p] and not any("a'b" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("key", ["sk-lab-Tab\t7Qm2", "sk-lab-Nbsp\u00a07Qm2", "sk-lab-Zw\u200b7Qm2", "sk-lab-é7Qm2", "sk lab"])
+@pytest.mark.parametrize("name", ["api_key", "hf_token"])
+def test_a_key_that_cannot_travel_as_a_bearer_header_is_refused(inventory, key, name):
+    settings, groups, hostvars = inventory
+    problems = srv.plan(dict(settings["one"], **{"sglang_server_" + name: key}), "one", groups, hostvars, HOSTS)["problems"]
+    assert [p for p in problems if p.startswith("sglang_server_%s must be printable ASCII without spaces (no tab, no-break or "
+                                                "zero-width space" % name)], problems
+    assert not any(key in p or "sk-lab" in p for p in problems)
