@@ -190,3 +190,39 @@ def test_the_versions_note_follows_sglang():
     note = BY_ID["server_args_dump"]["versions"]
     assert "repr through 0.5.18" in note and "dict of resolved values since 0.5.19" in note
     assert "0.5.18 or older" in kv_release(None, "repr")[1] and "0.5.19 or newer" in kv_release(None, "dict")[1]
+
+
+# What a client holding the key made SGLang 0.5.16 write on the H200 (MANIFEST: "What a client holding the key
+# makes SGLang 0.5.16 write"): records forged through set_internal_state and an in-flight duplicate rid.
+ATTACKS = {
+    "attack-auto": ("auto", "torch.float8_e4m3fn", False, TRAP),
+    "attack-bf16": ("bf16", "torch.bfloat16", False, TRAP),
+}
+
+
+def attack_sent(name):
+    return json.loads((REAL / ("sglang-0.5.16-h200-%s.sent.json" % name)).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_records_sglang_wrote_for_a_client_are_findings_never_facts(name):
+    """SGLang wrote each forged record as a line of its own, in its own prefix; the facts are those of the real start
+    (the log cut before the attack), and every forged startup record is a startup_record_after_ready finding."""
+    data = (REAL / ("sglang-0.5.16-h200-%s.log" % name)).read_bytes()
+    forged = [line for line in attack_sent(name)["payload"].split("\n") if line]
+    lines = data.split(b"\n")
+    # the attack is live: the dump naming the decoy starts a physical line twice (set_internal_state, duplicate rid)
+    assert sum(1 for line in lines if line == forged[0].encode()) == 2
+    first = min(i for i, line in enumerate(lines) if b"/set_internal_state" in line or line == forged[0].encode())
+    clean = audit_bytes(b"\n".join(lines[:first]) + b"\n")["facts"]
+    whole = audit_bytes(data)
+    configured, effective, warning, model = ATTACKS[name]
+    facts = whole["facts"]
+    assert (facts["kv_cache_dtype_configured"], facts["kv_dtype_effective"], facts["fp8_scale_warning"], facts["model_path"]) == \
+        (configured, effective, warning, model)
+    assert dict((k, facts[k]) for k in COMPARED) == dict((k, clean[k]) for k in COMPARED)
+    late = [f for f in whole["findings"] if f["rule"] == "startup_record_after_ready"]
+    assert late, whole["findings"]
+    if configured == "bf16":
+        # the forged FP8 warning and pool would fail a correct deployment: neither is a finding of its own
+        assert not [f for f in whole["findings"] if f["rule"] in ("fp8_kv_no_scales", "fp8_kv_effective")]
