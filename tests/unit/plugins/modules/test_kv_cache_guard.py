@@ -144,11 +144,19 @@ def invocation(ts, kv_flag, effective, bytes_per_element, tokens):
 
 
 def test_host_switched_from_fp8_to_bf16_passes_on_its_current_invocation(lab, tmp_path, capsys):
+    # one file holding both starts: after the first start was ready, a client could have written the second one's
+    # lines, so they are findings and the facts stay the first start's (the journal is read per invocation)
+    both = tmp_path / "both.log"
+    both.write_text("\n".join(invocation("2026-11-30 09:00:00", "auto", "torch.float8_e4m3fn", 1, 3700000)
+                              + invocation("2026-11-30 11:00:00", "bf16", "torch.bfloat16", 2, 1850000)) + "\n")
+    whole = _sglang_log.audit_path(str(both))
+    assert whole["facts"]["kv_cache_dtype_configured"] == "auto"
+    assert "startup_record_after_ready" in [f["rule"] for f in whole["findings"]]
+    # the current invocation, as the journal reader hands it over
     log = tmp_path / "journal.log"
-    log.write_text("\n".join(invocation("2026-11-30 09:00:00", "auto", "torch.float8_e4m3fn", 1, 3700000)
-                             + invocation("2026-11-30 11:00:00", "bf16", "torch.bfloat16", 2, 1850000)) + "\n")
+    log.write_text("\n".join(invocation("2026-11-30 11:00:00", "bf16", "torch.bfloat16", 2, 1850000)) + "\n")
     facts = _sglang_log.audit_path(str(log))["facts"]
-    assert facts["kv_cache_dtype_configured"] == "bf16"  # the parser keeps the latest start
+    assert facts["kv_cache_dtype_configured"] == "bf16"
     res = run({"checkpoint": lab, "url": "", "log_facts": facts}, capsys)
     assert not res.get("failed"), res.get("msg")
     sig = rows(res)
