@@ -50,10 +50,17 @@ def _torchvision_without_ops(torch):
     """CPU-only test installs: PyPI's torchvision is a CUDA build whose compiled ops cannot load next to a
     CPU torch, and its import then stops at registering them. SGLang imports torchvision only for image
     preprocessing; declare the two op schemas it registers so its pure-Python part imports. A host with a
-    working torchvision is left alone. Returns True when the schemas were declared."""
+    working torchvision is left alone. A venv made by the project's make-sglang-venv keeps that torchvision in
+    torchvision-no-ops beside the venv's own packages: it is put on the path when nothing else provides one.
+    Returns True when the schemas were declared."""
     import importlib.util
+    import os
     if importlib.util.find_spec("torchvision") is None:
-        return False
+        beside = os.path.join(sys.prefix, "torchvision-no-ops")
+        if not os.path.isdir(beside):
+            return False
+        sys.path.append(beside)
+        importlib.invalidate_caches()
     try:
         import torchvision  # noqa: F401
         return False
@@ -74,11 +81,27 @@ def _dtype_name(torch, dtype):
     return names.get(dtype, str(dtype).replace("torch.", ""))
 
 
-def probe_one(path, torch, api):
-    """SGLang's answer for one checkpoint directory."""
+# What a host without CUDA cannot run of SGLang's start-up; the collection's model answers for these paths.
+CUDA_ONLY = ("the server arguments' overrides by architecture and GPU (sglang/srt/arg_groups/)",
+             "each quantization method's marlin conversion and the loader's capability and activation-dtype checks "
+             "(override_quantization_method, sglang/srt/model_loader/loader.py)")
+
+
+def _cuda_only_refusal(error, cuda_methods):
+    """The method of an 'Unknown quantization method' SGLang registers (or converts) on CUDA, else None."""
+    marker = "Unknown quantization method: "
+    if marker not in error:
+        return None
+    method = error.split(marker, 1)[1].split(".", 1)[0].strip()
+    return method if method in cuda_methods else None
+
+
+def probe_one(path, torch, api, cuda=True, cuda_methods=()):
+    """SGLang's answer for one checkpoint directory; without CUDA, ``not_run`` names what could not run."""
     import types
     answer = {"path": path, "quantization": None, "config_class": None, "kv_cache_quant_algo": None,
-              "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None}
+              "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None,
+              "not_run": [] if cuda else list(CUDA_ONLY)}
     stage = "model_config"
     try:
         model_config = api["ModelConfig"](model_path=path)
@@ -99,6 +122,12 @@ def probe_one(path, torch, api):
     except (Exception, SystemExit) as exc:
         answer["error"] = _short("%s: %s" % (type(exc).__name__, exc))
         answer["stage"] = stage
+        method = None if cuda else _cuda_only_refusal(answer["error"], cuda_methods)
+        if method is not None:
+            # not a refusal: this host lacks the CUDA registry SGLang serves the method from
+            answer["not_run"].append("quantization method %s, which SGLang registers or converts only on CUDA (%s)"
+                                     % (method, answer["error"][:160]))
+            answer["error"], answer["stage"] = None, None
     return answer
 
 
@@ -118,7 +147,10 @@ def main(request, result):
     result["sglang_version"] = getattr(sglang, "__version__", None)
     api = {"ModelConfig": ModelConfig, "LoadConfig": LoadConfig, "get_quant_config": get_quant_config,
            "configure_kv_cache_dtype": configure_kv_cache_dtype}
-    result["answers"] = [probe_one(str(p), torch, api) for p in request.get("paths", [])]
+    cuda = bool(torch.cuda.is_available())
+    result["cuda"] = cuda
+    methods = request.get("cuda_methods") or ()
+    result["answers"] = [probe_one(str(p), torch, api, cuda, methods) for p in request.get("paths", [])]
     return result
 
 
