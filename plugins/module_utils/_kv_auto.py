@@ -139,9 +139,10 @@ def normalize_gpu(gpu):
     """{'compute_capability': 'M.m', 'capability': M*10+m, 'count': n or None} from a capability or a gpu_info result.
 
     ``gpu``: None, a capability ('12.0', 12.0, 120), or a dict with ``compute_capability`` (and ``count`` or
-    ``gpu_count``) or ``gpus`` (gpu_info's list: the lowest capability counts). ValueError names a bad value.
+    ``gpu_count``) or ``gpus`` (gpu_info's list: the lowest capability counts). A gpu_info result that lists no GPU
+    (a host without one, or nvidia-smi failed) is None: the answer is then for any GPU. ValueError names a bad value.
     """
-    if gpu is None:
+    if gpu is None or (isinstance(gpu, dict) and gpu.get("compute_capability") is None and gpu.get("gpus") == []):
         return None
     count = None
     if isinstance(gpu, dict):
@@ -724,11 +725,13 @@ def compare(model, sglang_answer):
     """Side by side; SGLang's answer is the one to trust, except where it could not run a CUDA-only path the model's
     answer goes through (a host without CUDA): then ``agree`` is None and the model's answer stands (``used``)."""
     keys = ("quantization", "config_class", "kv_cache_dtype_auto")
-    not_run = list(sglang_answer.get("not_run") or [])
-    side = {"model": dict((k, model.get(k)) for k in keys + ("refused",)), "not_run": not_run,
+    skipped = set(sglang_answer.get("not_run_paths") or [])
+    side = {"model": dict((k, model.get(k)) for k in keys + ("refused",)), "not_run": list(sglang_answer.get("not_run") or []),
             "sglang": dict((k, sglang_answer.get(k)) for k in keys + ("error",))}
-    if not_run and (model.get("cuda_paths") or sglang_answer.get("kv_cache_dtype_auto") is None
-                    and not sglang_answer.get("error")):
+    kinds = set(model.get("cuda_paths") or [])
+    if ("server_args" in skipped and kinds & {"dtype", "kv"}) or (
+            "cuda" in skipped and (kinds & {"convert", "act_dtype", "min_capability", "registry"}
+                                   or sglang_answer.get("kv_cache_dtype_auto") is None and not sglang_answer.get("error"))):
         side.update(agree=None, used="model")
         return side
     model_refused, sglang_error = model.get("refused"), sglang_answer.get("error")

@@ -81,6 +81,12 @@ options:
       - The checkpoint directory being served (the one with C(config.json)). It decides what C(auto)
         resolves to, and its architecture sizes the C(pool_bytes) arithmetic.
     type: path
+  gpu:
+    description:
+      - The GPU the server runs on, for SGLang's architecture and GPU rules when O(checkpoint) decides what C(auto)
+        resolves to (see M(llmops.sglang.checkpoint_info) O(llmops.sglang.checkpoint_info#module:gpu)), for example
+        the result of M(llmops.sglang.gpu_info). Unset, the checkpoint's answer is for any GPU.
+    type: dict
   url:
     description:
       - Base URL of the running SGLang server for the C(server) signal. Set to an empty string to skip it.
@@ -280,6 +286,7 @@ def main():
             argv=dict(type="list", elements="str"),
             unit=dict(type="str"),
             checkpoint=dict(type="path"),
+            gpu=dict(type="dict"),
             url=dict(type="str", default=DEFAULT_URL),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="float", default=10),
@@ -313,7 +320,7 @@ def main():
 
     if p["checkpoint"]:
         try:
-            inputs["checkpoint"] = inspect_checkpoint(p["checkpoint"])
+            inputs["checkpoint"] = inspect_checkpoint(p["checkpoint"], gpu=p["gpu"])
         except CheckpointError as exc:
             inputs["checkpoint_error"] = str(exc)
 

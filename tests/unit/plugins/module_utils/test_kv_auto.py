@@ -109,7 +109,7 @@ def test_model_equals_sglang(shape, sglang_answers):
     """The probe on this CPU-only machine: equal, or it names the CUDA-only paths it could not run and the model stands."""
     sglang = sglang_answers[shape.name]
     model = model_answer(shape)
-    assert sglang["not_run"], "this machine has no CUDA, so the probe must say what it could not run"
+    assert sglang["not_run_paths"] == ["server_args", "cuda"], "this machine has no CUDA: the probe must say what it could not run"
     side = ka.compare(model, sglang)
     if side["agree"] is None:
         assert model["cuda_paths"] and side["used"] == "model"
@@ -230,6 +230,19 @@ def test_compare_trusts_sglang():
     side = ka.compare(model, sglang)
     assert side["agree"] is False
     assert side["sglang"]["kv_cache_dtype_auto"] == "fp8_e4m3" and side["model"]["kv_cache_dtype_auto"] == "bfloat16"
+    assert side["used"] == "sglang"
+
+
+def test_compare_keeps_the_model_where_the_probe_skipped_the_rule():
+    """On a GPU host the probe runs no server-args override: DeepSeek DSA's bf16 on an H200 is the model's to say."""
+    model = model_answer(SHAPES / "s40-deepseek-v32-dsa-fp8-kv-by-gpu", "9.0")
+    sglang = {"quantization": "fp8", "config_class": "Fp8Config", "kv_cache_dtype_auto": "fp8_e4m3", "error": None,
+              "not_run_paths": ["server_args"], "not_run": ["the server arguments' overrides"]}
+    side = ka.compare(model, sglang)
+    assert (side["agree"], side["used"], side["model"]["kv_cache_dtype_auto"]) == (None, "model", "bfloat16")
+    # the same probe answer for a checkpoint no such rule touches is compared as before
+    plain = model_answer(SHAPES / "s17-fp8-block-kv-fp8", "9.0")
+    assert ka.compare(plain, sglang)["agree"] is True
 
 
 # --- the rules table against SGLang's source (ast) ------------------------------------------------
