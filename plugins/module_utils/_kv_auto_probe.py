@@ -9,7 +9,10 @@ the SGLang install's interpreter (``python -c SOURCE``, the request on stdin) by
 the one the server runs at start: ``ModelConfig`` (which quantization method the checkpoint selects),
 ``model_loader.weight_utils.get_quant_config`` (which file and which config class) and
 ``mem_cache.kv_cache_dtype.configure_kv_cache_dtype`` (what ``auto`` becomes). Nothing is loaded
-on a GPU and no weights are read.
+on a GPU and no weights are read. It does not run the server arguments' overrides by architecture and GPU, and on
+a host without CUDA neither the GPU-dependent parts of the quantization config (marlin conversion, capability
+checks, methods registered only on CUDA): each answer names those in ``not_run``/``not_run_paths``, and a method
+this host cannot register is not reported as a refusal (``_kv_auto.compare`` then keeps the collection's answer).
 
 It prints one line, ``LLMOPS_KV_AUTO_PROBE_RESULT=<json>``, on stdout; everything SGLang prints goes to
 stderr (``_script_answer``). Python 3.9+, standard library and SGLang only.
