@@ -138,6 +138,14 @@ def test_model_equals_sglang(shape, sglang_answers):
     assert model["kv_cache_quant_algo"] == sglang["kv_cache_quant_algo"]
 
 
+def test_probe_never_refuses_what_sglang_serves_on_a_gpu(sglang_answers, emulated):
+    """Every shape SGLang starts on some emulated GPU gets no refusal from the probe on this CPU-only machine."""
+    served = [name for name in emulated["12.0"] if any(not emulated[c][name]["error"] for c in GPUS)]
+    assert len(served) >= 60
+    refused = [(name, sglang_answers[name]["error"]) for name in served if sglang_answers[name]["error"]]
+    assert refused == []
+
+
 def test_probe_names_cuda_only_paths_instead_of_refusing(sglang_answers):
     """mxfp4 is not registered and gptq not converted without CUDA: the probe says so and does not refuse."""
     for name in ("s38-gpt-oss-mxfp4-no-dtype-bf16-forced", "s43-gptq-int4-marlin"):
