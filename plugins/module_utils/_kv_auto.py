@@ -729,8 +729,8 @@ def compare(model, sglang_answer):
     side = {"model": dict((k, model.get(k)) for k in keys + ("refused",)), "not_run": list(sglang_answer.get("not_run") or []),
             "sglang": dict((k, sglang_answer.get(k)) for k in keys + ("error",))}
     kinds = set(model.get("cuda_paths") or [])
-    if ("server_args" in skipped and kinds & {"dtype", "kv"}) or (
-            "cuda" in skipped and (kinds & {"convert", "act_dtype", "min_capability", "registry"}
+    if ("server_args" in skipped and kinds & {"dtype", "kv"}) or ("loader" in skipped and kinds & {"act_dtype", "min_capability"}) or (
+            "cuda" in skipped and (kinds & {"convert", "registry"}
                                    or sglang_answer.get("kv_cache_dtype_auto") is None and not sglang_answer.get("error"))):
         side.update(agree=None, used="model")
         return side

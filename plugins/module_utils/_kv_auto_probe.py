@@ -84,14 +84,15 @@ def _dtype_name(torch, dtype):
     return names.get(dtype, str(dtype).replace("torch.", ""))
 
 
-# What the probe does not run of SGLang's start-up, by key: the server arguments' overrides never (they need the
-# whole launch configuration), the GPU-dependent parts of the quantization config on a host without CUDA. The
-# collection's model answers for these paths (_kv_auto.compare).
+# What the probe does not run of SGLang's start-up, by key: the server arguments' overrides and the loader's checks
+# never (they need the whole launch configuration and the model class), the GPU-dependent parts of the quantization
+# config on a host without CUDA. The collection's model answers for these paths (_kv_auto.compare).
 NOT_RUN = {
     "server_args": "the server arguments' --dtype and --kv-cache-dtype overrides by architecture and GPU "
                    "(sglang/srt/arg_groups/)",
-    "cuda": "on this host without CUDA: each quantization method's marlin conversion and the loader's capability and "
-            "activation-dtype checks (override_quantization_method, sglang/srt/model_loader/loader.py)",
+    "loader": "the loader's minimum-capability and activation-dtype checks (sglang/srt/model_loader/loader.py)",
+    "cuda": "on this host without CUDA: each quantization method's marlin conversion (override_quantization_method) "
+            "and the methods SGLang registers only on CUDA",
 }
 
 
@@ -107,7 +108,7 @@ def _cuda_only_refusal(error, cuda_methods):
 def probe_one(path, torch, api, cuda=True, cuda_methods=()):
     """SGLang's answer for one checkpoint directory; without CUDA, ``not_run`` names what could not run."""
     import types
-    keys = ["server_args"] if cuda else ["server_args", "cuda"]
+    keys = ["server_args", "loader"] + ([] if cuda else ["cuda"])
     answer = {"path": path, "quantization": None, "config_class": None, "kv_cache_quant_algo": None,
               "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None,
               "not_run_paths": keys, "not_run": [NOT_RUN[k] for k in keys]}

@@ -35,9 +35,9 @@ description:
     RV(quantization.kv_auto.could_change) names the rules a GPU could bring in.
   - With O(sglang_python), the installed SGLang resolves C(auto) with its own code too; both answers are
     reported side by side in RV(sglang_auto) and, when they differ, RV(kv_cache_dtype_auto) is SGLang's. Where
-    the probe could not run a path the answer goes through (the server arguments' overrides, which it never
-    runs; the GPU-dependent parts of the quantization config on a host without CUDA), it says so in
-    RV(sglang_auto.not_run) and the collection's answer stands.
+    the probe could not run a path the answer goes through (the server arguments' overrides and the loader's
+    capability checks, which it never runs; marlin conversion and the methods registered only on CUDA, on a host
+    without CUDA), it says so in RV(sglang_auto.not_run) and the collection's answer stands.
   - Reports whether calibrated C(k_scale)/C(v_scale)/C(kv_scale) tensors exist. Without them an FP8 KV cache
     runs with scale 1.0.
   - Lists every shard named by the index with its size on disk. Safetensors headers are read to tell a

@@ -118,7 +118,7 @@ def test_model_equals_sglang(shape, sglang_answers):
     """The probe on this CPU-only machine: equal, or it names the CUDA-only paths it could not run and the model stands."""
     sglang = sglang_answers[shape.name]
     model = model_answer(shape)
-    assert sglang["not_run_paths"] == ["server_args", "cuda"], "this machine has no CUDA: the probe must say what it could not run"
+    assert sglang["not_run_paths"] == ["server_args", "loader", "cuda"], "this machine has no CUDA: the probe must say so"
     side = ka.compare(model, sglang)
     if shape.name in SGLANG_REFUSES_ONLY:
         assert SGLANG_REFUSES_ONLY[shape.name] in sglang["error"] and not model["refused"]
@@ -257,9 +257,12 @@ def test_compare_keeps_the_model_where_the_probe_skipped_the_rule():
     """On a GPU host the probe runs no server-args override: DeepSeek DSA's bf16 on an H200 is the model's to say."""
     model = model_answer(SHAPES / "s40-deepseek-v32-dsa-fp8-kv-by-gpu", "9.0")
     sglang = {"quantization": "fp8", "config_class": "Fp8Config", "kv_cache_dtype_auto": "fp8_e4m3", "error": None,
-              "not_run_paths": ["server_args"], "not_run": ["the server arguments' overrides"]}
+              "not_run_paths": ["server_args", "loader"], "not_run": ["the server arguments' overrides", "the loader's checks"]}
     side = ka.compare(model, sglang)
     assert (side["agree"], side["used"], side["model"]["kv_cache_dtype_auto"]) == (None, "model", "bfloat16")
+    # nor does it run the loader's capability check: MXFP8 on an H200 is refused whatever the probe answered
+    mxfp8 = model_answer(SHAPES / "s31-flat-mxfp8-scheme-fp8", "9.0")
+    assert ka.compare(mxfp8, dict(sglang, quantization="mxfp8"))["used"] == "model" and mxfp8["refused"]
     # the same probe answer for a checkpoint no such rule touches is compared as before
     plain = model_answer(SHAPES / "s17-fp8-block-kv-fp8", "9.0")
     assert ka.compare(plain, sglang)["agree"] is True
