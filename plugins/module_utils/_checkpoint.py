@@ -381,7 +381,7 @@ def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16", hf_quant
     except ValueError as exc:
         raise CheckpointError("gpu: %s" % exc)
     warnings.extend(auto.pop("warnings"))
-    if auto["gpu"] is None and set(auto["cuda_paths"]) & {"dtype", "kv", "convert"}:
+    if auto["gpu"] is None and auto["kv_cache_dtype_auto"] and set(auto["cuda_paths"]) & {"dtype", "kv", "convert"}:
         warnings.append("--kv-cache-dtype auto -> %s is SGLang %s's answer for any GPU; on the server's GPU these rules "
                         "could change it: %s. Give the GPU (compute capability) to decide it"
                         % (auto["kv_cache_dtype_auto"], auto["sglang_version"], "; ".join(auto["could_change"])))

@@ -640,6 +640,11 @@ def resolve(config, hf_quant=None, hf_quant_files=None, gpu=None):
         # the server args no longer say auto: the checkpoint's KV metadata is not consulted
         result["kv_cache_dtype_auto"] = kv_flag
         result["decided_by_rule"] = "%s %s" % (kv_rule["id"], where(kv_rule["at"]))
+    elif gpu is None and any(r["kind"] == "kv" and r.get("min_capability") for r in could_arch):
+        # SGLang sets the KV dtype by the GPU before the checkpoint is read: no answer holds for every GPU
+        rule = [r for r in could_arch if r["kind"] == "kv" and r.get("min_capability")][0]
+        result["warnings"].append("--kv-cache-dtype auto depends on the GPU for this checkpoint: %s. Give the GPU "
+                                  "(compute capability) to decide it" % _rule_text(rule))
     else:
         result["kv_cache_dtype_auto"] = "fp8_e4m3" if fp8 else result["model_dtype"]
         if not fp8 and dtype_rule is not None:

@@ -425,6 +425,9 @@ def test_bad_gpu_names_the_form(value):
 def test_any_gpu_answer_names_the_rules_that_could_change_it():
     answer = model_answer(SHAPES / "s40-deepseek-v32-dsa-fp8-kv-by-gpu")
     assert answer["decided_for"] == "any GPU" and answer["gpu"] is None
+    # fp8_e4m3 from capability 10.0, bf16 below: no answer holds for every GPU
+    assert answer["kv_cache_dtype_auto"] is None and not answer["refused"]
+    assert any("depends on the GPU" in w for w in answer["warnings"])
     assert any("sglang/srt/arg_groups/overrides.py:534" in text and "capability 10.0 or newer" in text
                for text in answer["could_change"])
     on_h200 = model_answer(SHAPES / "s40-deepseek-v32-dsa-fp8-kv-by-gpu", {"compute_capability": "9.0", "count": 8})

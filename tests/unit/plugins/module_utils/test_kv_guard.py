@@ -744,3 +744,6 @@ def test_checkpoint_signal_follows_the_gpu_rule_that_decided(fixtures_dir):
     assert "deepseek-dsa-kv sglang/srt/arg_groups/overrides.py:534" in sig["evidence"] and "capability 9.0" in sig["evidence"]
     b200 = kg.evaluate({"argv": argv, "checkpoint": ck.inspect_checkpoint(shape, gpu="10.0"), "min_signals": 1})
     assert by_name(b200)["checkpoint"]["verdict"] == "fp8" and not b200["passed"]
+    # without the GPU the checkpoint cannot tell: it proves nothing either way
+    anywhere = kg.evaluate({"argv": argv, "checkpoint": ck.inspect_checkpoint(shape), "min_signals": 1})
+    assert by_name(anywhere)["checkpoint"]["verdict"] == "unknown" and not anywhere["passed"]

@@ -207,7 +207,11 @@ def test_gpu_info_result_decides_deepseek_sparse_attention(fixtures_dir, capsys)
     blackwell = run(checkpoint_info, {"path": shape, "gpu": {"compute_capability": "12.0"}}, capsys)
     assert blackwell["kv_cache_dtype_auto"] == "fp8_e4m3"
     anywhere = run(checkpoint_info, {"path": shape}, capsys)
-    assert any("for any GPU" in n and "overrides.py:534" in n for n in anywhere["notes"])
+    assert anywhere["kv_cache_dtype_auto"] is None and anywhere["kv_cache_dtype_auto_decided_for"] == "any GPU"
+    assert any("depends on the GPU" in n and "overrides.py:534" in n for n in anywhere["notes"])
+    gptq = run(checkpoint_info, {"path": shape.replace("s40-deepseek-v32-dsa-fp8-kv-by-gpu", "s43-gptq-int4-marlin")}, capsys)
+    assert gptq["kv_cache_dtype_auto"] == "float16"
+    assert any("for any GPU" in n and "gptq/gptq.py:429" in n for n in gptq["notes"])
     # a host whose gpu_info found no GPU: the answer for any GPU, no failure
     none = run(checkpoint_info, {"path": shape, "gpu": {"gpu_count": 0, "gpus": []}}, capsys)
     assert none["kv_cache_dtype_auto_decided_for"] == "any GPU" and not none.get("failed")
