@@ -32,7 +32,8 @@ description:
     as C(gptq_marlin) and C(awq_marlin) from capability 8.0, and each quantization config class has a minimum
     capability below which SGLang refuses to start (MXFP8 below 10.0). RV(quantization.kv_auto.rules) names the
     rules that applied with SGLang's file and line. Without O(gpu) the answer is for any GPU and
-    RV(quantization.kv_auto.could_change) names the rules a GPU could bring in.
+    RV(quantization.kv_auto.could_change) names the rules a GPU could bring in; where the GPU itself sets the KV
+    dtype (DeepSeek sparse attention) no answer holds for every GPU and RV(kv_cache_dtype_auto) is null.
   - With O(sglang_python), the installed SGLang resolves C(auto) with its own code too; both answers are
     reported side by side in RV(sglang_auto) and, when they differ, RV(kv_cache_dtype_auto) is SGLang's. Where
     the probe could not run a path the answer goes through (the server arguments' overrides and the loader's
@@ -320,7 +321,8 @@ kv_cache_quant_source:
 kv_cache_dtype_auto:
   description:
     - What C(--kv-cache-dtype auto) resolves to for this checkpoint (C(fp8_e4m3) or the model dtype); SGLang's
-      own answer when O(sglang_python) was asked and answered. Null when SGLang would refuse to start.
+      own answer when O(sglang_python) was asked and answered. Null when SGLang would refuse to start, or when the
+      answer depends on the GPU and O(gpu) is unset.
   returned: always
   type: str
   sample: fp8_e4m3
