@@ -140,7 +140,8 @@ def normalize_gpu(gpu):
 
     ``gpu``: None, a capability ('12.0', 12.0, 120), or a dict with ``compute_capability`` (and ``count`` or
     ``gpu_count``) or ``gpus`` (gpu_info's list: the lowest capability counts). A gpu_info result that lists no GPU
-    (a host without one, or nvidia-smi failed) is None: the answer is then for any GPU. ValueError names a bad value.
+    (a host without one, or nvidia-smi failed) or no capability is None: the answer is then for any GPU. ValueError
+    names a bad value.
     """
     if gpu is None or (isinstance(gpu, dict) and gpu.get("compute_capability") is None and gpu.get("gpus") == []):
         return None
@@ -151,7 +152,9 @@ def normalize_gpu(gpu):
         if value is None and isinstance(gpu.get("gpus"), list):
             caps = [g.get("compute_capability") for g in gpu["gpus"] if isinstance(g, dict)]
             caps = [_parse_capability(c) for c in caps if c is not None]
-            value = capability_text(min(caps)) if caps else None
+            if not caps:
+                return None   # nvidia-smi reported no capability (an old driver): the answer is for any GPU
+            value = capability_text(min(caps))
             count = len(gpu["gpus"]) if count is None else count
         if value is None:
             raise ValueError("gpu has no compute_capability (nor gpus with one): pass gpu_info's result or "

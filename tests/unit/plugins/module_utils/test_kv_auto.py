@@ -422,6 +422,11 @@ def test_bad_gpu_names_the_form(value):
         ka.normalize_gpu(value)
 
 
+@pytest.mark.parametrize("value", [None, {"gpu_count": 0, "gpus": []}, {"gpu_count": 1, "gpus": [{"compute_capability": None}]}])
+def test_gpu_info_without_a_capability_is_any_gpu(value):
+    assert ka.normalize_gpu(value) is None
+
+
 def test_any_gpu_answer_names_the_rules_that_could_change_it():
     answer = model_answer(SHAPES / "s40-deepseek-v32-dsa-fp8-kv-by-gpu")
     assert answer["decided_for"] == "any GPU" and answer["gpu"] is None
