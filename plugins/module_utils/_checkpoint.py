@@ -368,10 +368,11 @@ def resolve_kv_cache_dtype_auto(kv_cache_quant_algo, model_dtype):
     return model_dtype
 
 
-def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16", hf_quant_files=None):
+def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16", hf_quant_files=None, gpu=None):
     """Which quantization metadata SGLang uses and what ``auto`` KV resolves to (``_kv_auto``'s rules).
 
-    ``model_dtype`` is kept for callers; ``auto`` follows SGLang's own model dtype rule.
+    ``model_dtype`` is kept for callers; ``auto`` follows SGLang's own model dtype rule. ``gpu``: the GPU the
+    server runs on (``_kv_auto.normalize_gpu``); None answers for any GPU.
     """
     warnings = []
     cfg_qc = config.get("quantization_config") if isinstance(config, dict) else None
@@ -381,8 +382,15 @@ def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16", hf_quant
     from_hf = parse_quant_config(hf_quant, HF_QUANT_JSON) if hf_quant is not None else None
     primary = from_cfg or from_hf
 
-    auto = _kv_auto.resolve(config if isinstance(config, dict) else {}, hf_quant, hf_quant_files)
+    try:
+        auto = _kv_auto.resolve(config if isinstance(config, dict) else {}, hf_quant, hf_quant_files, gpu)
+    except ValueError as exc:
+        raise CheckpointError("gpu: %s" % exc)
     warnings.extend(auto.pop("warnings"))
+    if auto["gpu"] is None and auto["kv_cache_dtype_auto"] and set(auto["cuda_paths"]) & {"dtype", "kv", "convert"}:
+        warnings.append("--kv-cache-dtype auto -> %s is SGLang %s's answer for any GPU; on the server's GPU these rules "
+                        "could change it: %s. Give the GPU (compute capability) to decide it"
+                        % (auto["kv_cache_dtype_auto"], auto["sglang_version"], "; ".join(auto["could_change"])))
     raw_kv = auto["kv_cache_quant_algo"]
     kv_algo = raw_kv if isinstance(raw_kv, str) and raw_kv not in ("", "auto") else None
     kv_source = "%s (%s)" % (auto["decided_by"], auto["kv_field"]) if kv_algo else None
@@ -406,6 +414,7 @@ def resolve_quantization(config, hf_quant=None, model_dtype="bfloat16", hf_quant
         "kv_cache_quant_algo": kv_algo,
         "kv_cache_quant_source": kv_source,
         "kv_cache_dtype_auto": auto["kv_cache_dtype_auto"],
+        "kv_cache_dtype_auto_decided_for": auto["decided_for"],
         # SGLang 0.5.23 never falls back to hf_quant_config.json for KV metadata: the same answer.
         "kv_cache_dtype_auto_without_hf_fallback": auto["kv_cache_dtype_auto"],
         "kv_auto": auto,
@@ -593,10 +602,10 @@ def scan_shards(directory, index=None, expected_sizes=None):
 # Whole checkpoint
 
 
-def describe_config(config, hf_quant=None, hf_quant_files=None):
-    """Architecture + quantization + auto KV dtype for an in-memory config (no files)."""
+def describe_config(config, hf_quant=None, hf_quant_files=None, gpu=None):
+    """Architecture + quantization + auto KV dtype for an in-memory config (no files), on ``gpu`` or any GPU."""
     arch = parse_architecture(config)
-    quant = resolve_quantization(config, hf_quant, arch["torch_dtype"], hf_quant_files)
+    quant = resolve_quantization(config, hf_quant, arch["torch_dtype"], hf_quant_files, gpu)
     return arch, quant
 
 
@@ -612,8 +621,8 @@ def _hf_quant_files(path, limit=100000):
     return found if len(found) > 1 else None
 
 
-def inspect_checkpoint(path, expected_sizes=None, scan=True):
-    """Everything checkpoint_info reports about one checkpoint directory."""
+def inspect_checkpoint(path, expected_sizes=None, scan=True, gpu=None):
+    """Everything checkpoint_info reports about one checkpoint directory (``auto`` decided for ``gpu``, or any GPU)."""
     if not isinstance(path, str) or not path:
         raise CheckpointError("checkpoint path must be a non-empty string")
     path = os.path.abspath(path)
@@ -631,7 +640,7 @@ def inspect_checkpoint(path, expected_sizes=None, scan=True):
     index_path = os.path.join(path, INDEX_JSON)
     index = load_json(index_path) if scan and os.path.exists(index_path) else None
 
-    arch, quant = describe_config(config, hf_quant, _hf_quant_files(path))
+    arch, quant = describe_config(config, hf_quant, _hf_quant_files(path), gpu)
     warnings = list(arch.pop("warnings")) + list(quant.pop("warnings"))
     shards, scales = None, None
     if scan:
@@ -659,6 +668,7 @@ def inspect_checkpoint(path, expected_sizes=None, scan=True):
         "kv_cache_quant_algo": quant["kv_cache_quant_algo"],
         "kv_cache_quant_source": quant["kv_cache_quant_source"],
         "kv_cache_dtype_auto": quant["kv_cache_dtype_auto"],
+        "kv_cache_dtype_auto_decided_for": quant["kv_cache_dtype_auto_decided_for"],
         "kv_scales_present": scales["present"] if scales else None,
         "kv_scale_tensors": scales,
         "fp8_kv_with_unit_scales": unit_scales,

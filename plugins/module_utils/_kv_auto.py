@@ -18,6 +18,13 @@ SGLang's path at start (paths under ``sglang/srt/``):
 4. ``mem_cache/kv_cache_dtype.py``: under ``auto`` the KV cache is FP8 E4M3 iff ``kv_cache_quant_algo``
    is a string whose upper case is ``FP8``; otherwise the model dtype.
 
+Around those steps SGLang applies rules by architecture and GPU (``RULES``, one row each with its file and line):
+the server arguments set ``--dtype`` or ``--kv-cache-dtype`` for some architectures before the checkpoint's
+quantization is read (step 0); each method's ``override_quantization_method`` converts GPTQ and AWQ to their
+marlin kernels on a capable GPU (step 1); the loader refuses a config class below its minimum compute capability
+or for a model dtype it cannot run (step 2). With a GPU (``gpu``) every rule is applied for its capability;
+without one the answer is for "any GPU" and ``could_change`` names the rules a GPU could bring in.
+
 ``resolve`` reproduces that without SGLang; ``run_probe`` asks an installed SGLang (see
 ``_kv_auto_probe``). A differential test runs both over the checkpoint shapes in the fixtures.
 Standard library only; no Ansible imports.
@@ -29,6 +36,7 @@ import json
 import os
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto_probe
+from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import compute_cap_int, normalize_compute_cap
 from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, NoAnswer, ask_python
 
 SGLANG_VERSION = "0.5.23"
@@ -42,15 +50,221 @@ SUPPORTED_METHODS = frozenset([
     "gptq_marlin", "moe_wna16", "compressed-tensors", "w4afp8", "petit_nvfp4", "quark", "quark_mxfp4",
     "auto-round", "auto-round-int8", "modelslim", "quark_int4fp8_moe", "humming", "mxfp_w4a8", "mxfp4",
 ])
-# The class each name builds; the ones not listed here carry no KV-cache metadata.
+# The class each name builds (GPTQ and AWQ classes read no KV metadata); classes not listed here carry none either.
 CONFIG_CLASSES = {
     "modelopt": "ModelOptFp8Config", "modelopt_fp8": "ModelOptFp8Config", "modelopt_fp4": "ModelOptFp4Config",
     "modelopt_mixed": "ModelOptMixedPrecisionConfig", "fp8": "Fp8Config", "mxfp8": "Fp8Config",
-    "compressed-tensors": "CompressedTensorsConfig", "w4afp8": "W4AFp8Config",
+    "compressed-tensors": "CompressedTensorsConfig", "w4afp8": "W4AFp8Config", "gptq_marlin": "GPTQMarlinConfig",
+    "awq_marlin": "AWQMarlinConfig", "awq": "AWQConfig", "mxfp4": "Mxfp4Config",
 }
 MODELOPT_FILE_CLASSES = ("ModelOptFp8Config", "ModelOptFp4Config", "ModelOptMixedPrecisionConfig")
 NVFP4_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")
 DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32", "float": "float32"}
+
+
+# ---------------------------------------------------------------------------------------------
+# SGLang 0.5.23's architecture and GPU rules: one row each, with the file (under sglang/srt/) and line that decides.
+# test_kv_auto reads every row back from the installed SGLang with ast, and runs SGLang's start-up under emulated
+# GPUs of capability 9.0, 10.0 and 12.0 against this model.
+#   dtype           the server args set --dtype for these architectures (quant_method: only for that method)
+#   kv              the server args set --kv-cache-dtype while it is auto (min_capability: value from that capability
+#                   on, `below` under it; `unless`: a config key that keeps `below`; `needs`: a config key the rule
+#                   needs; modelled False: SGLang's condition is not modelled, the row is only named)
+#   convert         override_quantization_method: the method becomes `value` on a GPU of min_capability or newer
+#   min_capability  the loader refuses the config class below this capability (`mxfp8`: Fp8Config as MXFP8)
+#   act_dtype       the loader refuses a model dtype the class cannot run
+DSA_ARCHS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
+             "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
+             "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM")
+MARLIN_GROUP_SIZES = (-1, 32, 64, 128)
+# Methods SGLang serves on CUDA only through a conversion (gptq is not registered there), and methods a host
+# without CUDA does not register.
+CONVERTED = ("gptq",)
+CUDA_REGISTRY_ONLY = ("mxfp4",)
+RULES = (
+    {"id": "dtype-bfloat16", "kind": "dtype", "architectures": ("MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"),
+     "value": "bfloat16", "at": ("arg_groups/model_override_base.py", 20)},
+    {"id": "gpt-oss-mxfp4-bfloat16", "kind": "dtype", "architectures": ("GptOssForCausalLM",), "quant_method": "mxfp4",
+     "value": "bfloat16", "at": ("arg_groups/model_overrides/gpt_oss.py", 63)},
+    {"id": "muse-spark-fp8-kv", "kind": "kv", "architectures": ("MuseSparkForConditionalGeneration",), "value": "fp8_e4m3",
+     "at": ("arg_groups/overrides.py", 320)},
+    {"id": "deepseek-v4-fp8-kv", "kind": "kv", "architectures": ("DeepseekV4ForCausalLM",), "value": "fp8_e4m3",
+     "at": ("arg_groups/overrides.py", 903)},
+    {"id": "deepseek-dsa-kv", "kind": "kv", "architectures": DSA_ARCHS, "needs": "index_topk", "unless": "learnable_sink",
+     "min_capability": 100, "value": "fp8_e4m3", "below": "bfloat16", "at": ("arg_groups/overrides.py", 534)},
+    {"id": "minimax-m3-nvfp4-fp8-kv", "kind": "kv", "architectures": ("MiniMaxM3SparseForCausalLM",
+                                                                      "MiniMaxM3SparseForConditionalGeneration"),
+     "modelled": False, "value": "fp8_e4m3", "at": ("arg_groups/model_overrides/minimax_m3.py", 117)},
+    {"id": "gptq-marlin", "kind": "convert", "method": "gptq", "value": "gptq_marlin", "min_capability": 80,
+     "at": ("layers/quantization/gptq/gptq.py", 429)},
+    {"id": "awq-marlin", "kind": "convert", "method": "awq", "value": "awq_marlin", "min_capability": 80,
+     "at": ("layers/quantization/awq/awq.py", 345)},
+    {"id": "min-capability-ModelOptFp8Config", "kind": "min_capability", "config_class": "ModelOptFp8Config", "value": 89,
+     "at": ("layers/quantization/modelopt_quant.py", 463)},
+    {"id": "min-capability-ModelOptFp4Config", "kind": "min_capability", "config_class": "ModelOptFp4Config", "value": 80,
+     "at": ("layers/quantization/modelopt_quant.py", 1550)},
+    {"id": "min-capability-ModelOptMixedPrecisionConfig", "kind": "min_capability",
+     "config_class": "ModelOptMixedPrecisionConfig", "value": 80, "at": ("layers/quantization/modelopt_quant.py", 847)},
+    {"id": "min-capability-Fp8Config", "kind": "min_capability", "config_class": "Fp8Config", "value": 80, "mxfp8": 100,
+     "at": ("layers/quantization/fp8.py", 339)},
+    {"id": "min-capability-CompressedTensorsConfig", "kind": "min_capability", "config_class": "CompressedTensorsConfig",
+     "value": 70, "at": ("layers/quantization/compressed_tensors/compressed_tensors.py", 161)},
+    {"id": "min-capability-W4AFp8Config", "kind": "min_capability", "config_class": "W4AFp8Config", "value": 90,
+     "at": ("layers/quantization/w4afp8.py", 71)},
+    {"id": "min-capability-GPTQMarlinConfig", "kind": "min_capability", "config_class": "GPTQMarlinConfig", "value": 80,
+     "at": ("layers/quantization/gptq/gptq.py", 387)},
+    {"id": "min-capability-AWQMarlinConfig", "kind": "min_capability", "config_class": "AWQMarlinConfig", "value": 80,
+     "at": ("layers/quantization/awq/awq.py", 308)},
+    {"id": "min-capability-AWQConfig", "kind": "min_capability", "config_class": "AWQConfig", "value": 75,
+     "at": ("layers/quantization/awq/awq.py", 116)},
+    {"id": "min-capability-Mxfp4Config", "kind": "min_capability", "config_class": "Mxfp4Config", "value": 80,
+     "at": ("layers/quantization/mxfp4.py", 339)},
+    {"id": "act-dtype-AWQConfig", "kind": "act_dtype", "config_class": "AWQConfig", "value": ("float16",),
+     "at": ("layers/quantization/awq/awq.py", 106)},
+)
+LOADER_CAPABILITY_CHECK = ("model_loader/loader.py", 259)
+LOADER_ACT_DTYPE_CHECK = ("model_loader/loader.py", 267)
+
+
+def where(at):
+    """'sglang/srt/FILE:LINE' of a rule."""
+    return "sglang/srt/%s:%d" % at
+
+
+def capability_text(capability):
+    return "%d.%d" % divmod(capability, 10)
+
+
+def normalize_gpu(gpu):
+    """{'compute_capability': 'M.m', 'capability': M*10+m, 'count': n or None} from a capability or a gpu_info result.
+
+    ``gpu``: None, a capability ('12.0', 12.0, 120), or a dict with ``compute_capability`` (and ``count`` or
+    ``gpu_count``) or ``gpus`` (gpu_info's list: the lowest capability counts). A gpu_info result that lists no GPU
+    (a host without one, or nvidia-smi failed) or no capability is None: the answer is then for any GPU. ValueError
+    names a bad value.
+    """
+    if gpu is None or (isinstance(gpu, dict) and gpu.get("compute_capability") is None and gpu.get("gpus") == []):
+        return None
+    count = None
+    if isinstance(gpu, dict):
+        count = gpu.get("count", gpu.get("gpu_count"))
+        value = gpu.get("compute_capability")
+        if value is None and isinstance(gpu.get("gpus"), list):
+            caps = [g.get("compute_capability") for g in gpu["gpus"] if isinstance(g, dict)]
+            caps = [_parse_capability(c) for c in caps if c is not None]
+            if not caps:
+                return None   # nvidia-smi reported no capability (an old driver): the answer is for any GPU
+            value = capability_text(min(caps))
+            count = len(gpu["gpus"]) if count is None else count
+        if value is None:
+            raise ValueError("gpu has no compute_capability (nor gpus with one): pass gpu_info's result or "
+                             "{compute_capability: '12.0', count: 8}")
+    else:
+        value = gpu
+    capability = _parse_capability(value)
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ValueError("gpu count must be a whole number of GPUs, got %r" % (count,))
+    return {"compute_capability": capability_text(capability), "capability": capability, "count": count}
+
+
+def _parse_capability(value):
+    capability = compute_cap_int(normalize_compute_cap(value))
+    if capability is None or capability < 10:
+        raise ValueError("compute capability must look like '9.0', '10.0' or '12.0' (major.minor), got %r" % (value,))
+    return capability
+
+
+def _rule_text(rule):
+    """What a rule does, for results and notes."""
+    kind = rule["kind"]
+    if kind == "dtype":
+        extra = " with %s quantization" % rule["quant_method"] if rule.get("quant_method") else ""
+        text = "%s%s: SGLang sets --dtype %s" % ("/".join(rule["architectures"][:2]), extra, rule["value"])
+    elif kind == "kv":
+        text = "%s: SGLang sets --kv-cache-dtype %s while it is auto" % ("/".join(rule["architectures"][:2]), rule["value"])
+        if rule.get("min_capability"):
+            text += " on capability %s or newer, %s below" % (capability_text(rule["min_capability"]), rule["below"])
+        if rule.get("unless"):
+            text += " (%s with %s)" % (rule["below"], rule["unless"])
+        if rule.get("modelled") is False:
+            text += " for some checkpoints and launch settings (not modelled here)"
+    elif kind == "convert":
+        text = "%s becomes %s on capability %s or newer when marlin runs its bits and group size" % (
+            rule["method"], rule["value"], capability_text(rule["min_capability"]))
+    elif kind == "min_capability":
+        text = "%s needs capability %s" % (rule["config_class"], capability_text(rule["value"]))
+        if rule.get("mxfp8"):
+            text += " (%s as MXFP8)" % capability_text(rule["mxfp8"])
+    else:
+        text = "%s runs a model dtype of %s only" % (rule["config_class"], " or ".join(rule["value"]))
+    return "%s (%s)" % (text, where(rule["at"]))
+
+
+def _rule(kind, **match):
+    for rule in RULES:
+        if rule["kind"] == kind and all(rule.get(k) == v for k, v in match.items()):
+            return rule
+    return None
+
+
+def _server_args_rules(config, view, gpu):
+    """Step 0: (dtype rule, kv rule, kv value or None, rules a GPU could change) for the architecture."""
+    names = config.get("architectures")
+    arch = names[0] if isinstance(names, list) and names and _is_str(names[0]) else None
+    block = config.get("quantization_config") if isinstance(config.get("quantization_config"), dict) else {}
+    dtype_rule, kv_rule, kv_value, could = None, None, None, []
+    for rule in RULES:
+        if rule["kind"] not in ("dtype", "kv") or arch not in rule["architectures"]:
+            continue
+        if rule["kind"] == "dtype":
+            if rule.get("quant_method") is None or block.get("quant_method") == rule["quant_method"]:
+                dtype_rule = rule
+            continue
+        if rule.get("modelled") is False or (rule.get("needs") and view.get(rule["needs"]) is None):
+            if rule.get("modelled") is False:
+                could.append(rule)
+            continue
+        kv_rule = rule
+        if rule.get("unless") and view.get(rule["unless"]):
+            kv_value = rule["below"]
+        elif rule.get("min_capability") is None:
+            kv_value = rule["value"]
+        elif gpu is None:
+            kv_value, kv_rule = None, None
+            could.append(rule)
+        else:
+            kv_value = rule["value"] if gpu["capability"] >= rule["min_capability"] else rule["below"]
+    return dtype_rule, kv_rule, kv_value, could
+
+
+def _marlin_ok(method, block):
+    """Whether marlin runs this GPTQ/AWQ block (is_gptq_marlin_compatible, is_awq_marlin_compatible), GPU aside."""
+    bits, group_size = block.get("bits"), block.get("group_size")
+    if method == "gptq":
+        if block.get("checkpoint_format") == "marlin" or block.get("is_marlin_format", False):
+            return False
+        sym, desc_act = block.get("sym"), block.get("desc_act")
+        if None in (bits, group_size, sym, desc_act):
+            return False
+        return (bits, sym) in ((4, True), (8, True)) and group_size in MARLIN_GROUP_SIZES
+    zero_point = block.get("zero_point")
+    if None in (bits, group_size, zero_point):
+        return False
+    # AWQ's types are uint4/uint8 with a zero point; marlin runs uint4 with one only
+    return bits == 4 and bool(zero_point) and group_size in MARLIN_GROUP_SIZES
+
+
+def _convert(method, block, gpu, could):
+    """Step 1's conversion: (method, the rule that converted or None)."""
+    rule = _rule("convert", method=method)
+    if rule is None or not isinstance(block, dict) or not _marlin_ok(method, block):
+        return method, None
+    if gpu is None:
+        could.append(rule)
+        return rule["value"], rule
+    if gpu["capability"] >= rule["min_capability"]:
+        return rule["value"], rule
+    return method, None
 
 
 class Refused(Exception):
@@ -67,12 +281,14 @@ def _get(block, key, default=None, where="quantization block"):
     return block.get(key, default)
 
 
+def _view(config):
+    text = config.get("text_config")
+    return dict(config, **text) if isinstance(text, dict) else config
+
+
 def model_dtype(config):
     """SGLang's model dtype under ``--dtype auto`` (configs/model_config.py ``_get_and_verify_dtype``)."""
-    view = config
-    text = config.get("text_config")
-    if isinstance(text, dict):
-        view = dict(config, **text)
+    view = _view(config)
     raw = view.get("dtype") or view.get("torch_dtype")
     name = DTYPES.get(raw) if _is_str(raw) else None
     if name is None or name == "float32":
@@ -121,8 +337,8 @@ def _modelopt_method(block):
     return None
 
 
-def _detect(config, hf_quant):
-    """(method, config.json block as SGLang later reads it, source of the method)."""
+def _detect(config, hf_quant, gpu=None, could=None):
+    """(method, config.json block as SGLang later reads it, source of the method, convert rule or None)."""
     block = config.get("quantization_config")
     if block is not None:
         if not isinstance(block, dict):
@@ -137,14 +353,26 @@ def _detect(config, hf_quant):
         if detected is None and hf_quant is not None:
             detected, source = _modelopt_method(hf_quant), HF_QUANT_JSON
     if detected is None:
-        return None, block, None
+        return None, block, None, None
     method = _get(detected, "quant_method", "", source)
     if not _is_str(method):
         raise Refused("%s quant_method is %r, not a string" % (source, method))
-    method = method.lower()
+    method, converted = _convert(method.lower(), detected, gpu, could if could is not None else [])
     if method not in SUPPORTED_METHODS:
-        raise Refused("Unknown quantization method: %s (from %s)" % (method, source))
-    return method, block, source
+        raise Refused("Unknown quantization method: %s (from %s)%s" % (method, source, _not_converted(method, detected, gpu)))
+    return method, block, source, converted
+
+
+def _not_converted(method, block, gpu):
+    """Why a GPTQ checkpoint is not served: SGLang registers gptq on CUDA only as gptq_marlin."""
+    rule = _rule("convert", method=method)
+    if rule is None:
+        return ""
+    if gpu is not None and gpu["capability"] < rule["min_capability"]:
+        why = "capability %s is below %s" % (gpu["compute_capability"], capability_text(rule["min_capability"]))
+    else:
+        why = "marlin does not run its bits/sym/group_size (or it is already in marlin format)"
+    return ": on CUDA SGLang serves %s only as %s, and %s (%s)" % (method, rule["value"], why, where(rule["at"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,10 +494,20 @@ def _compressed_tensors(cfg):
     return None, ("FP8" if supported else None), "kv_cache_scheme"
 
 
+def _awq(cfg):
+    """AWQConfig (the AWQ kernels without marlin): 4-bit weights only; no KV metadata."""
+    bits = cfg.get("w_bit", cfg.get("bits"))
+    if bits is None:
+        raise Refused("Cannot find any of ['w_bit', 'bits'] in the model's quantization config")
+    if bits != 4:
+        raise Refused("Currently, only 4-bit weight quantization is supported for AWQ, but got %s bits." % (bits,))
+    return None, None, None
+
+
 FROM_CONFIG = {
     "ModelOptFp8Config": _modelopt_fp8, "ModelOptFp4Config": _modelopt_fp4,
     "ModelOptMixedPrecisionConfig": _modelopt_mixed, "Fp8Config": _fp8,
-    "CompressedTensorsConfig": _compressed_tensors,
+    "CompressedTensorsConfig": _compressed_tensors, "AWQConfig": _awq,
 }
 
 
@@ -353,23 +591,36 @@ def kv_field_warnings(block, config_class, source, kv_dtype):
     return warnings
 
 
-def resolve(config, hf_quant=None, hf_quant_files=None):
+def resolve(config, hf_quant=None, hf_quant_files=None, gpu=None):
     """SGLang 0.5.23's ``--kv-cache-dtype auto`` for a parsed config.json (and hf_quant_config.json).
 
     ``hf_quant_files``: names of the ``*.json`` files in the directory that end in ``hf_quant_config.json``
-    (default: that file alone when ``hf_quant`` is given). Returns a dict; ``refused`` holds SGLang's reason
-    when it would not start.
+    (default: that file alone when ``hf_quant`` is given). ``gpu``: the GPU it runs on (``normalize_gpu``), or None
+    for an answer for any GPU. Returns a dict; ``refused`` holds SGLang's reason when it would not start,
+    ``rules`` the architecture and GPU rules that applied, ``decided_by_rule`` the one that set the KV dtype or the
+    model dtype it follows, ``could_change`` (without a GPU) the rules a GPU could bring in.
     """
     result = {"sglang_version": SGLANG_VERSION, "quantization": None, "method_from": None, "config_class": None,
               "decided_by": None, "kv_field": None, "kv_cache_quant_algo": None, "model_dtype": None,
-              "kv_cache_dtype_auto": None, "refused": None, "warnings": []}
+              "kv_cache_dtype_auto": None, "refused": None, "warnings": [], "gpu": None, "decided_for": "any GPU",
+              "rules": [], "decided_by_rule": None, "could_change": [], "cuda_paths": []}
+    gpu = normalize_gpu(gpu)
+    if gpu is not None:
+        result["gpu"] = {"compute_capability": gpu["compute_capability"], "count": gpu["count"]}
+        result["decided_for"] = "capability %s" % gpu["compute_capability"]
     if not isinstance(config, dict):
         result["refused"] = "config.json is not a JSON object"
         return result
-    result["model_dtype"] = model_dtype(config)
+    could, applied = [], []
+    dtype_rule, kv_rule, kv_flag, could_arch = _server_args_rules(config, _view(config), gpu)
+    could.extend(could_arch)
+    result["model_dtype"] = dtype_rule["value"] if dtype_rule else model_dtype(config)
+    applied.extend(r for r in (dtype_rule, kv_rule) if r)
     try:
-        method, block, method_from = _detect(config, hf_quant)
+        method, block, method_from, converted = _detect(config, hf_quant, gpu, could)
         result.update(quantization=method, method_from=method_from)
+        if converted is not None and gpu is not None:
+            applied.append(converted)
         kv = None
         if method is not None:
             cls, source_block, decided_by = _class_and_block(method, config, block, hf_quant, hf_quant_files)
@@ -378,16 +629,67 @@ def resolve(config, hf_quant=None, hf_quant_files=None):
             if reader is not None and source_block is not None:
                 _algo, kv, field = reader(source_block)
                 result["kv_field"] = field
-            if source_block is not None and not (_is_str(kv) and kv.upper() == "FP8"):
+            _loader_checks(cls, method, result["model_dtype"], gpu, applied, could)
+            if kv_flag is None and source_block is not None and not (_is_str(kv) and kv.upper() == "FP8"):
                 result["warnings"] = kv_field_warnings(source_block, cls, decided_by, result["model_dtype"])
         shown = kv if isinstance(kv, (list, dict)) and len(json.dumps(kv)) <= 200 else json.dumps(kv)[:200]
         result["kv_cache_quant_algo"] = kv if kv is None or isinstance(kv, (str, int, float, bool)) else shown
     except Refused as exc:
         result["refused"] = str(exc)
+        _report_rules(result, applied, could)
         return result
     fp8 = _is_str(kv) and kv.upper() == "FP8"
-    result["kv_cache_dtype_auto"] = "fp8_e4m3" if fp8 else result["model_dtype"]
+    if kv_flag is not None:
+        # the server args no longer say auto: the checkpoint's KV metadata is not consulted
+        result["kv_cache_dtype_auto"] = kv_flag
+        result["decided_by_rule"] = "%s %s" % (kv_rule["id"], where(kv_rule["at"]))
+    elif gpu is None and any(r["kind"] == "kv" and r.get("min_capability") for r in could_arch):
+        # SGLang sets the KV dtype by the GPU before the checkpoint is read: no answer holds for every GPU
+        rule = [r for r in could_arch if r["kind"] == "kv" and r.get("min_capability")][0]
+        result["warnings"].append("--kv-cache-dtype auto depends on the GPU for this checkpoint: %s. Give the GPU "
+                                  "(compute capability) to decide it" % _rule_text(rule))
+    else:
+        result["kv_cache_dtype_auto"] = "fp8_e4m3" if fp8 else result["model_dtype"]
+        if not fp8 and dtype_rule is not None:
+            result["decided_by_rule"] = "%s %s" % (dtype_rule["id"], where(dtype_rule["at"]))
+    _report_rules(result, applied, could)
     return result
+
+
+def _loader_checks(cls, method, dtype, gpu, applied, could):
+    """Step 2: the loader's minimum capability and activation dtype checks (model_loader/loader.py)."""
+    cap_rule = _rule("min_capability", config_class=cls)
+    if cap_rule is not None:
+        minimum = cap_rule.get("mxfp8") if method == "mxfp8" and cap_rule.get("mxfp8") else cap_rule["value"]
+        if gpu is None:
+            could.append(cap_rule)
+        else:
+            applied.append(cap_rule)
+            if gpu["capability"] < minimum:
+                raise Refused("The quantization method %s is not supported for the current GPU. Minimum capability: %d. "
+                              "Current capability: %d. (%s, %s)" % (method, minimum, gpu["capability"],
+                                                                   where(cap_rule["at"]), where(LOADER_CAPABILITY_CHECK)))
+    act_rule = _rule("act_dtype", config_class=cls)
+    if act_rule is not None and dtype not in act_rule["value"]:
+        raise Refused("%s is not supported for quantization method %s. Supported dtypes: %s (%s, %s); pass --dtype %s"
+                      % (dtype, method, list(act_rule["value"]), where(act_rule["at"]), where(LOADER_ACT_DTYPE_CHECK),
+                         act_rule["value"][0]))
+
+
+def _report_rules(result, applied, could):
+    result["rules"] = [{"rule": r["id"], "kind": r["kind"], "says": _rule_text(r), "source": where(r["at"])}
+                       for r in applied]
+    # the paths of SGLang's start-up this answer went through that a host without CUDA cannot run
+    kinds = set(r["kind"] for r in applied + could if r["kind"] in ("dtype", "kv", "convert"))
+    refused = result["refused"] or ""
+    kinds.update(k for k, text in (("act_dtype", "is not supported for quantization method"),
+                                   ("min_capability", "is not supported for the current GPU"),
+                                   ("convert", "on CUDA SGLang serves")) if text in refused)
+    if result["quantization"] in CUDA_REGISTRY_ONLY:
+        kinds.add("registry")
+    result["cuda_paths"] = sorted(kinds)
+    seen = set()
+    result["could_change"] = [_rule_text(r) for r in could if not (r["id"] in seen or seen.add(r["id"]))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,7 +713,8 @@ def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None)
     if os.path.isdir(python) or not os.access(python, os.X_OK):
         raise ProbeError("SGLang interpreter %s is not an executable file" % python)
     try:
-        result, rc, printed = ask_python(python, _kv_auto_probe, json.dumps({"paths": list(paths)}), timeout,
+        request = {"paths": list(paths), "cuda_methods": sorted(SUPPORTED_METHODS | set(CONVERTED))}
+        result, rc, printed = ask_python(python, _kv_auto_probe, json.dumps(request), timeout,
                                          env=dict({"HF_HUB_OFFLINE": "1"}, **(env or {})), max_bytes=max_output,
                                          timeout_fix="raise sglang_timeout")
     except NoAnswer as exc:
@@ -427,12 +730,22 @@ def run_probe(python, paths, timeout=300, max_output=MAX_OUTPUT_BYTES, env=None)
 
 
 def compare(model, sglang_answer):
-    """Side by side; SGLang's answer is the one to trust."""
+    """Side by side; SGLang's answer is the one to trust, except where it could not run a CUDA-only path the model's
+    answer goes through (a host without CUDA): then ``agree`` is None and the model's answer stands (``used``)."""
     keys = ("quantization", "config_class", "kv_cache_dtype_auto")
+    skipped = set(sglang_answer.get("not_run_paths") or [])
+    side = {"model": dict((k, model.get(k)) for k in keys + ("refused",)), "not_run": list(sglang_answer.get("not_run") or []),
+            "sglang": dict((k, sglang_answer.get(k)) for k in keys + ("error",))}
+    kinds = set(model.get("cuda_paths") or [])
+    if ("server_args" in skipped and kinds & {"dtype", "kv"}) or ("loader" in skipped and kinds & {"act_dtype", "min_capability"}) or (
+            "cuda" in skipped and (kinds & {"convert", "registry"}
+                                   or sglang_answer.get("kv_cache_dtype_auto") is None and not sglang_answer.get("error"))):
+        side.update(agree=None, used="model")
+        return side
     model_refused, sglang_error = model.get("refused"), sglang_answer.get("error")
     if model_refused or sglang_error:
         agree = bool(model_refused) == bool(sglang_error)
     else:
         agree = model.get("kv_cache_dtype_auto") == sglang_answer.get("kv_cache_dtype_auto")
-    return {"agree": agree, "model": dict((k, model.get(k)) for k in keys + ("refused",)),
-            "sglang": dict((k, sglang_answer.get(k)) for k in keys + ("error",))}
+    side.update(agree=agree, used="model" if agree else "sglang")
+    return side

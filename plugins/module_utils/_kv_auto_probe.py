@@ -9,7 +9,10 @@ the SGLang install's interpreter (``python -c SOURCE``, the request on stdin) by
 the one the server runs at start: ``ModelConfig`` (which quantization method the checkpoint selects),
 ``model_loader.weight_utils.get_quant_config`` (which file and which config class) and
 ``mem_cache.kv_cache_dtype.configure_kv_cache_dtype`` (what ``auto`` becomes). Nothing is loaded
-on a GPU and no weights are read.
+on a GPU and no weights are read. It does not run the server arguments' overrides by architecture and GPU, and on
+a host without CUDA neither the GPU-dependent parts of the quantization config (marlin conversion, capability
+checks, methods registered only on CUDA): each answer names those in ``not_run``/``not_run_paths``, and a method
+this host cannot register is not reported as a refusal (``_kv_auto.compare`` then keeps the collection's answer).
 
 It prints one line, ``LLMOPS_KV_AUTO_PROBE_RESULT=<json>``, on stdout; everything SGLang prints goes to
 stderr (``_script_answer``). Python 3.9+, standard library and SGLang only.
@@ -54,10 +57,17 @@ def _torchvision_without_ops(torch):
     """CPU-only test installs: PyPI's torchvision is a CUDA build whose compiled ops cannot load next to a
     CPU torch, and its import then stops at registering them. SGLang imports torchvision only for image
     preprocessing; declare the two op schemas it registers so its pure-Python part imports. A host with a
-    working torchvision is left alone. Returns True when the schemas were declared."""
+    working torchvision is left alone. A venv made by the project's make-sglang-venv keeps that torchvision in
+    torchvision-no-ops beside the venv's own packages: it is put on the path when nothing else provides one.
+    Returns True when the schemas were declared."""
     import importlib.util
+    import os
     if importlib.util.find_spec("torchvision") is None:
-        return False
+        beside = os.path.join(sys.prefix, "torchvision-no-ops")
+        if not os.path.isdir(beside):
+            return False
+        sys.path.append(beside)
+        importlib.invalidate_caches()
     try:
         import torchvision  # noqa: F401
         return False
@@ -94,11 +104,34 @@ def not_regular(path):
     return None
 
 
-def probe_one(path, torch, api):
-    """SGLang's answer for one checkpoint directory."""
+# What the probe does not run of SGLang's start-up, by key: the server arguments' overrides and the loader's checks
+# never (they need the whole launch configuration and the model class), the GPU-dependent parts of the quantization
+# config on a host without CUDA. The collection's model answers for these paths (_kv_auto.compare).
+NOT_RUN = {
+    "server_args": "the server arguments' --dtype and --kv-cache-dtype overrides by architecture and GPU "
+                   "(sglang/srt/arg_groups/)",
+    "loader": "the loader's minimum-capability and activation-dtype checks (sglang/srt/model_loader/loader.py)",
+    "cuda": "on this host without CUDA: each quantization method's marlin conversion (override_quantization_method) "
+            "and the methods SGLang registers only on CUDA",
+}
+
+
+def _cuda_only_refusal(error, cuda_methods):
+    """The method of an 'Unknown quantization method' SGLang registers (or converts) on CUDA, else None."""
+    marker = "Unknown quantization method: "
+    if marker not in error:
+        return None
+    method = error.split(marker, 1)[1].split(".", 1)[0].strip()
+    return method if method in cuda_methods else None
+
+
+def probe_one(path, torch, api, cuda=True, cuda_methods=()):
+    """SGLang's answer for one checkpoint directory; without CUDA, ``not_run`` names what could not run."""
     import types
+    keys = ["server_args", "loader"] + ([] if cuda else ["cuda"])
     answer = {"path": path, "quantization": None, "config_class": None, "kv_cache_quant_algo": None,
-              "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None}
+              "model_dtype": None, "kv_cache_dtype_auto": None, "error": None, "stage": None,
+              "not_run_paths": keys, "not_run": [NOT_RUN[k] for k in keys]}
     refused = not_regular(path)
     if refused:
         answer["error"], answer["stage"] = _short(refused), "files"
@@ -123,6 +156,12 @@ def probe_one(path, torch, api):
     except (Exception, SystemExit) as exc:
         answer["error"] = _short("%s: %s" % (type(exc).__name__, exc))
         answer["stage"] = stage
+        method = None if cuda else _cuda_only_refusal(answer["error"], cuda_methods)
+        if method is not None:
+            # not a refusal: this host lacks the CUDA registry SGLang serves the method from
+            answer["not_run"].append("quantization method %s, which SGLang registers or converts only on CUDA (%s)"
+                                     % (method, answer["error"][:160]))
+            answer["error"], answer["stage"] = None, None
     return answer
 
 
@@ -142,7 +181,10 @@ def main(request, result):
     result["sglang_version"] = getattr(sglang, "__version__", None)
     api = {"ModelConfig": ModelConfig, "LoadConfig": LoadConfig, "get_quant_config": get_quant_config,
            "configure_kv_cache_dtype": configure_kv_cache_dtype}
-    result["answers"] = [probe_one(str(p), torch, api) for p in request.get("paths", [])]
+    cuda = bool(torch.cuda.is_available())
+    result["cuda"] = cuda
+    methods = request.get("cuda_methods") or ()
+    result["answers"] = [probe_one(str(p), torch, api, cuda, methods) for p in request.get("paths", [])]
     return result
 
 

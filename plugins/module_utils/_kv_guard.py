@@ -432,6 +432,13 @@ def _checkpoint_kv(ckpt):
     return auto, legacy, algo, source
 
 
+def _checkpoint_decided(ckpt):
+    """(the SGLang rule that decided the checkpoint's auto answer or None, the GPU it was decided for or None)."""
+    kv_auto = _dict((_dict(ckpt.get("quantization")) or {}).get("kv_auto")) or {}
+    rule, decided_for = kv_auto.get("decided_by_rule"), kv_auto.get("decided_for")
+    return (rule if isinstance(rule, str) else None), (decided_for if isinstance(decided_for, str) else None)
+
+
 def checkpoint_architecture(ckpt):
     arch = _dict(ckpt.get("architecture")) if ckpt else None
     names = arch.get("architectures") if arch else None
@@ -461,9 +468,14 @@ def checkpoint_signal(ckpt, ckpt_error, setting, setting_label, setting_known, a
     elif auto_cls in ("unknown", "auto"):
         return _signal("checkpoint", "unknown", "cannot tell what auto resolves to from the checkpoint (%s)" % where)
     else:
-        detail = "%s makes auto resolve to %s" % (where, auto)
-        if arch_rule is not None:
-            detail += "; and %s" % rule_text(*arch_rule)
+        decided_rule, decided_for = _checkpoint_decided(ckpt)
+        if decided_rule:
+            # an architecture or GPU rule of the server args set the KV dtype before the checkpoint's metadata was read
+            detail = "SGLang's rule %s makes auto resolve to %s on %s (%s)" % (decided_rule, auto, decided_for, where)
+        else:
+            detail = "%s makes auto resolve to %s%s" % (where, auto, " on %s" % decided_for if decided_for else "")
+            if arch_rule is not None:
+                detail += "; and %s" % rule_text(*arch_rule)
     if auto_cls == "fp8":
         detail += "; no k_scale/v_scale tensors, so scale 1.0" if scales is False else ""
     if legacy_cls not in ("unknown", "auto") and legacy_cls != auto_cls and arch_rule is None:

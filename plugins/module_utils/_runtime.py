@@ -463,6 +463,8 @@ def runtime_record(pip, settings, old_stamp=None, verified=None, now=None):
             "bytes": (verified.get("shards") or {}).get("on_disk_bytes"),
             "quant_method": (verified.get("quantization") or {}).get("method"),
             "kv_cache_dtype_auto": verified.get("kv_cache_dtype_auto"),
+            # "capability 12.0" when the role had the GPU (sglang_runtime_gpu), else "any GPU"
+            "kv_cache_dtype_auto_decided_for": verified.get("kv_cache_dtype_auto_decided_for"),
         },
         "environment": server_environment(settings),
     }

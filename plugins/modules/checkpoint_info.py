@@ -26,8 +26,19 @@ description:
     compressed-tensors counts only a static, symmetric, per-tensor, 8-bit float scheme. The KV cache is
     C(fp8_e4m3) when the class ends up with C(kv_cache_quant_algo) C(FP8) (any case), else the model dtype.
     A KV field of the wrong type or with another value is reported in RV(notes), naming the field.
+  - With O(gpu) the answer is SGLang's on that GPU. Its server arguments set C(--dtype) or C(--kv-cache-dtype)
+    for some architectures (gpt-oss MXFP4 runs bfloat16, DeepSeek-V4 an FP8 KV cache, DeepSeek sparse attention
+    an FP8 KV cache from compute capability 10.0 and bf16 below, whatever the checkpoint says), GPTQ and AWQ run
+    as C(gptq_marlin) and C(awq_marlin) from capability 8.0, and each quantization config class has a minimum
+    capability below which SGLang refuses to start (MXFP8 below 10.0). RV(quantization.kv_auto.rules) names the
+    rules that applied with SGLang's file and line. Without O(gpu) the answer is for any GPU and
+    RV(quantization.kv_auto.could_change) names the rules a GPU could bring in; where the GPU itself sets the KV
+    dtype (DeepSeek sparse attention) no answer holds for every GPU and RV(kv_cache_dtype_auto) is null.
   - With O(sglang_python), the installed SGLang resolves C(auto) with its own code too; both answers are
-    reported side by side in RV(sglang_auto) and, when they differ, RV(kv_cache_dtype_auto) is SGLang's.
+    reported side by side in RV(sglang_auto) and, when they differ, RV(kv_cache_dtype_auto) is SGLang's. Where
+    the probe could not run a path the answer goes through (the server arguments' overrides and the loader's
+    capability checks, which it never runs; marlin conversion and the methods registered only on CUDA, on a host
+    without CUDA), it says so in RV(sglang_auto.not_run) and the collection's answer stands.
   - Reports whether calibrated C(k_scale)/C(v_scale)/C(kv_scale) tensors exist. Without them an FP8 KV cache
     runs with scale 1.0.
   - Lists every shard named by the index with its size on disk. Safetensors headers are read to tell a
@@ -59,6 +70,13 @@ options:
       - Optional map of shard file name (relative to O(path)) to its exact size in bytes, for example from the
         model hub's file listing. A shard smaller than its entry counts as truncated, any other difference as
         a size mismatch.
+    type: dict
+  gpu:
+    description:
+      - The GPU the server runs on, for SGLang's architecture and GPU rules. Either the result of
+        M(llmops.sglang.gpu_info) (the lowest C(compute_capability) of its C(gpus) counts, C(gpu_count) the count)
+        or a dict with C(compute_capability) (for example V(12.0)) and optionally C(count).
+      - A M(llmops.sglang.gpu_info) result that lists no GPU counts as unset. Unset, the answer is for any GPU.
     type: dict
   sglang_python:
     description:
@@ -97,6 +115,14 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: ckpt.kv_cache_dtype_auto != 'fp8_e4m3' or sglang_kv_cache_dtype in ['bf16', 'bfloat16']
     fail_msg: "{{ ckpt.kv_cache_quant_source }} turns the KV cache to FP8 with --kv-cache-dtype auto"
+
+- name: What --kv-cache-dtype auto becomes on an H200 (compute capability 9.0)
+  llmops.sglang.checkpoint_info:
+    path: /models/DeepSeek-V3.2
+    gpu:
+      compute_capability: "9.0"
+      count: 8
+  register: ckpt
 
 - name: Verify that every shard is present and complete before restarting the service
   llmops.sglang.checkpoint_info:
@@ -267,12 +293,20 @@ quantization:
     kv_cache_dtype_auto_without_hf_fallback:
       description: Kept for compatibility; equal to C(kv_cache_dtype_auto) (SGLang 0.5.23 never falls back to C(hf_quant_config.json) for KV metadata).
       type: str
+    kv_cache_dtype_auto_decided_for:
+      description: C(capability M.m) when O(gpu) was given, else C(any GPU).
+      type: str
     kv_auto:
       description:
         - How C(auto) was resolved, by SGLang 0.5.23's rules. C(sglang_version), C(quantization) (the method SGLang
           selects), C(method_from), C(config_class), C(decided_by) (the file and block the class was built from),
           C(kv_field), C(kv_cache_quant_algo) (the value the class holds, any JSON type), C(model_dtype),
           C(kv_cache_dtype_auto) and C(refused) (SGLang's reason when it would not start, else null).
+        - C(gpu) (C(compute_capability), C(count)) or null, C(decided_for) (C(capability M.m) or C(any GPU)),
+          C(rules) (each rule that applied, with C(rule), C(kind), C(says) and C(source), C(sglang/srt/FILE:LINE)),
+          C(decided_by_rule) (the rule that set the KV dtype, or the model dtype it follows; null when the
+          quantization config decided), C(could_change) (without a GPU, the rules a GPU could bring in, each with its
+          file and line) and C(cuda_paths) (the kinds of rule the answer went through).
       type: dict
 kv_cache_quant_algo:
   description: Effective KV-cache quantization algorithm (C(FP8)), or null.
@@ -287,10 +321,16 @@ kv_cache_quant_source:
 kv_cache_dtype_auto:
   description:
     - What C(--kv-cache-dtype auto) resolves to for this checkpoint (C(fp8_e4m3) or the model dtype); SGLang's
-      own answer when O(sglang_python) was asked and answered. Null when SGLang would refuse to start.
+      own answer when O(sglang_python) was asked and answered. Null when SGLang would refuse to start, or when the
+      answer depends on the GPU and O(gpu) is unset.
   returned: always
   type: str
   sample: fp8_e4m3
+kv_cache_dtype_auto_decided_for:
+  description: The GPU the answer was decided for, C(capability M.m) from O(gpu), or C(any GPU).
+  returned: always
+  type: str
+  sample: capability 12.0
 kv_cache_dtype_auto_model:
   description: The collection's own answer (SGLang 0.5.23's rules), the same as RV(kv_cache_dtype_auto) unless SGLang disagreed.
   returned: always
@@ -311,8 +351,16 @@ sglang_auto:
       description: Why SGLang could not be asked (interpreter missing, SGLang not importable, no answer), or null.
       type: str
     agree:
-      description: Whether both answers are the same (null when SGLang was not asked).
+      description: Whether both answers are the same; null when SGLang was not asked, or when it could not run a
+        path the answer goes through (RV(sglang_auto.not_run)).
       type: bool
+    used:
+      description: Whose answer RV(kv_cache_dtype_auto) is, C(model) or C(sglang).
+      type: str
+    not_run:
+      description: The parts of SGLang's start-up the probe could not run here, for which the collection's answer stands.
+      type: list
+      elements: str
     model:
       description: The collection's answer (C(quantization), C(config_class), C(kv_cache_dtype_auto), C(refused)).
       type: dict
@@ -425,7 +473,10 @@ def ask_sglang(module, info, notes):
     answers = result.get("answers") or [{}]
     compared = _kv_auto.compare(info["quantization"]["kv_auto"], answers[0])
     side.update(compared)
-    if not compared["agree"]:
+    if compared["agree"] is None:
+        notes.append("SGLang %s's probe could not run %s; kv_cache_dtype_auto is the collection's answer (%s)"
+                     % (side["sglang_version"], " nor ".join(compared["not_run"]), info["kv_cache_dtype_auto_decided_for"]))
+    elif not compared["agree"]:
         sglang_dtype = compared["sglang"]["kv_cache_dtype_auto"]
         notes.append("SGLang %s answers --kv-cache-dtype auto -> %s (%s) but the collection's model of SGLang %s says "
                      "%s: SGLang's answer is used" % (side["sglang_version"], sglang_dtype,
@@ -444,11 +495,13 @@ def main():
             sglang_python=dict(type="path"),
             sglang_required=dict(type="bool", default=False),
             sglang_timeout=dict(type="int", default=300),
+            gpu=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     try:
-        info = inspect_checkpoint(module.params["path"], expected_sizes=module.params["expected_sizes"])
+        info = inspect_checkpoint(module.params["path"], expected_sizes=module.params["expected_sizes"],
+                                  gpu=module.params["gpu"])
     except CheckpointError as exc:
         module.fail_json(msg=str(exc))
 

@@ -45,6 +45,13 @@ options:
     description:
       - The checkpoint's C(hf_quant_config.json) as a dict, used with O(model_config) to resolve C(auto).
     type: dict
+  gpu:
+    description:
+      - The GPU the server runs on, for SGLang's architecture and GPU rules when C(auto) is resolved (for example
+        DeepSeek sparse attention keeps a bf16 KV cache below compute capability 10.0 and an FP8 one from it), the
+        result of M(llmops.sglang.gpu_info), or a dict with C(compute_capability) and optionally C(count). Unset,
+        C(auto) is resolved for any GPU (see RV(kv_cache_dtype_auto_decided_for)).
+    type: dict
   tp_size:
     description:
       - Tensor-parallel size (C(--tp-size)).
@@ -52,8 +59,9 @@ options:
     default: 1
   kv_cache_dtype:
     description:
-      - The C(--kv-cache-dtype) value. V(auto) is resolved from the checkpoint's quantization metadata
-        (C(fp8_e4m3) when it declares an FP8 KV cache, else the model dtype).
+      - The C(--kv-cache-dtype) value. V(auto) is resolved the way SGLang does (M(llmops.sglang.checkpoint_info)),
+        from the architecture on O(gpu), then the checkpoint's quantization metadata (C(fp8_e4m3) when it declares
+        an FP8 KV cache, else the model dtype).
       - Modelled dtypes are V(auto), V(bf16), V(bfloat16), V(float16), V(fp8_e4m3) and V(fp8_e5m2).
     type: str
     default: auto
@@ -315,6 +323,11 @@ observed:
     note:
       description: Why no dtype was inferred, or null.
       type: str
+kv_cache_dtype_auto_decided_for:
+  description: The GPU C(auto) was resolved for, C(capability M.m) from O(gpu), or C(any GPU).
+  returned: always
+  type: str
+  sample: capability 12.0
 architecture:
   description: The architecture summary the budget used (see M(llmops.sglang.checkpoint_info)).
   returned: always
@@ -342,6 +355,7 @@ def main():
             checkpoint=dict(type="path"),
             model_config=dict(type="dict"),
             hf_quant_config=dict(type="dict"),
+            gpu=dict(type="dict"),
             tp_size=dict(type="int", default=1),
             kv_cache_dtype=dict(type="str", default="auto"),
             mamba_ssm_dtype=dict(type="str"),
@@ -364,10 +378,10 @@ def main():
     p = module.params
     try:
         if p["checkpoint"]:
-            info = inspect_checkpoint(p["checkpoint"], scan=False)
+            info = inspect_checkpoint(p["checkpoint"], scan=False, gpu=p["gpu"])
             arch, quant, notes = info["architecture"], info["quantization"], info["warnings"]
         else:
-            arch, quant = describe_config(p["model_config"], p["hf_quant_config"])
+            arch, quant = describe_config(p["model_config"], p["hf_quant_config"], gpu=p["gpu"])
             notes = arch.pop("warnings") + quant.pop("warnings")
         result = plan(
             arch,
@@ -393,6 +407,7 @@ def main():
     module.exit_json(
         changed=False,
         kv_cache_dtype_auto=quant["kv_cache_dtype_auto"],
+        kv_cache_dtype_auto_decided_for=quant["kv_cache_dtype_auto_decided_for"],
         kv_cache_quant_source=quant["kv_cache_quant_source"],
         architecture=arch,
         notes=notes,

@@ -96,6 +96,12 @@ options:
         fails naming both. It is needed where the server names no local directory (a hub id such as
         C(Qwen/Qwen3-8B), or a relative path).
     type: path
+  gpu:
+    description:
+      - The GPU the server runs on, for SGLang's architecture and GPU rules when O(checkpoint) decides what C(auto)
+        resolves to (see M(llmops.sglang.checkpoint_info) O(llmops.sglang.checkpoint_info#module:gpu)), for example
+        the result of M(llmops.sglang.gpu_info). Unset, the checkpoint's answer is for any GPU.
+    type: dict
   url:
     description:
       - Base URL of the running SGLang server for the C(server) signal. Set to an empty string to skip it.
@@ -352,6 +358,7 @@ def main():
             argv=dict(type="list", elements="str"),
             unit=dict(type="str"),
             checkpoint=dict(type="path"),
+            gpu=dict(type="dict"),
             url=dict(type="str", default=DEFAULT_URL),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="float", default=10),
@@ -402,7 +409,7 @@ def main():
     inputs["checkpoint_given"] = p["checkpoint"]
     if path:
         try:
-            inputs["checkpoint"] = inspect_checkpoint(path)
+            inputs["checkpoint"] = inspect_checkpoint(path, gpu=p["gpu"])
         except CheckpointError as exc:
             inputs["checkpoint_error"] = str(exc)
     elif why:

@@ -526,12 +526,15 @@ def test_checkpoint_configs(request):
 
 
 def test_kv_auto_resolution(request):
-    """_kv_auto.resolve (what --kv-cache-dtype auto becomes) on mutated real configs: a refusal is part of its answer."""
+    """_kv_auto.resolve (what --kv-cache-dtype auto becomes) on mutated real configs and GPUs: a refusal is part of its
+    answer, a GPU that is no compute capability a ValueError naming the form."""
     def check(case):
-        config, quant = case
+        config, quant, gpu = case
         if isinstance(config, dict):  # resolve takes a parsed config.json: the checkpoint reader refuses anything else
-            json.dumps(ka.resolve(config, quant if isinstance(quant, dict) else None))
-    fuzz(request, lambda m: (m.json(CONFIGS), m.json(QUANT) if m.chance(2) else None), check, 5000)
+            clean(lambda: json.dumps(ka.resolve(config, quant if isinstance(quant, dict) else None, gpu=gpu)), ValueError)
+    gpus = (None, "9.0", "10.0", "12.0", 80, {"compute_capability": "12.0", "count": 8}, {"gpus": []})
+    fuzz(request, lambda m: (m.json(CONFIGS), m.json(QUANT) if m.chance(2) else None,
+                             m.pick(gpus + (m.junk(), {"gpus": [{"compute_capability": m.junk()}]}))), check, 5000)
 
 
 def test_checkpoint_files(request, tmp_path):

@@ -834,3 +834,18 @@ def test_random_signal_inputs_never_raise(ckpts, data, argv, log, info, tp, whic
     # passing needs every available signal to say bf16
     if res["passed"]:
         assert all(s["verdict"] == "bf16" for s in res["signals"] if s["available"])
+
+
+def test_checkpoint_signal_follows_the_gpu_rule_that_decided(fixtures_dir):
+    """DeepSeek sparse attention asking for an FP8 KV cache: on an H200 SGLang sets bf16 before the checkpoint is read."""
+    shape = str(fixtures_dir / "checkpoint-shapes" / "s40-deepseek-v32-dsa-fp8-kv-by-gpu")
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", shape]
+    h200 = kg.evaluate({"argv": argv, "checkpoint": ck.inspect_checkpoint(shape, gpu="9.0"), "min_signals": 1})
+    sig = by_name(h200)["checkpoint"]
+    assert sig["verdict"] == "bf16" and sig["counted"]
+    assert "deepseek-dsa-kv sglang/srt/arg_groups/overrides.py:534" in sig["evidence"] and "capability 9.0" in sig["evidence"]
+    b200 = kg.evaluate({"argv": argv, "checkpoint": ck.inspect_checkpoint(shape, gpu="10.0"), "min_signals": 1})
+    assert by_name(b200)["checkpoint"]["verdict"] == "fp8" and not b200["passed"]
+    # without the GPU the checkpoint cannot tell: it proves nothing either way
+    anywhere = kg.evaluate({"argv": argv, "checkpoint": ck.inspect_checkpoint(shape), "min_signals": 1})
+    assert by_name(anywhere)["checkpoint"]["verdict"] == "unknown" and not anywhere["passed"]

@@ -56,8 +56,8 @@ def find(root, skip=()):
     return {"changed": False, "files": files, "matched": len(files)}
 
 
-def run_checkpoint_info(path, capsys):
-    with patch_module_args({"path": str(path), "verify_shards": True}):
+def run_checkpoint_info(path, capsys, gpu=None):
+    with patch_module_args(dict({"path": str(path), "verify_shards": True}, **({"gpu": gpu} if gpu else {}))):
         with pytest.raises(SystemExit):
             checkpoint_info.main()
     return json.loads(capsys.readouterr().out)
@@ -382,7 +382,8 @@ def stamp(record):
 
 
 def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
-    verified = run_checkpoint_info(LAB, capsys)
+    # the reference deployment's GPUs (RTX PRO 6000, compute capability 12.0), as gpu_info reports them
+    verified = run_checkpoint_info(LAB, capsys, {"gpu_count": 8, "gpus": [{"compute_capability": "12.0"}] * 8})
     pins = [{"name": "idna", "version": "3.10"}]
     quiet = _runtime.pip_plan(settings(packages=pins), None, listed([{"name": "idna", "version": "3.10"}]))
     record = runtime_record(quiet, settings(packages=pins), stamp({"installed_at": "2026-11-30T10:00:00Z"}), verified)
@@ -392,7 +393,7 @@ def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
     assert record["checkpoint"] == {"source": "local", "path": DEFAULTS["sglang_runtime_checkpoint_path"], "verified": True,
                                     "shards": verified["shards"]["count"], "bytes": verified["shards"]["on_disk_bytes"],
                                     "quant_method": verified["quantization"]["method"],
-                                    "kv_cache_dtype_auto": verified["kv_cache_dtype_auto"]}
+                                    "kv_cache_dtype_auto": "fp8_e4m3", "kv_cache_dtype_auto_decided_for": "capability 12.0"}
     assert record["environment"] == {"HF_HUB_OFFLINE": "1"}
     installed = _runtime.pip_plan(settings(packages=pins), None, listed([]), listed([{"name": "idna", "version": "3.10"}]))
     assert _runtime.runtime_record(installed, settings(), stamp({"installed_at": "old"}), verified,

@@ -12,7 +12,6 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.modules import checkpoint_info, kv_cache_budget
 
-import sglang_source  # tests/unit/sglang_source.py, on sys.path through tests/unit/conftest.py
 
 LAB = "qwen3.5-397b-a17b-nvfp4"
 SHARD3 = "model-00003-of-00004.safetensors"
@@ -186,13 +185,63 @@ def test_adhoc_run_through_ansible(lab, tmp_path):
     assert "SGLang is not importable by %s: ModuleNotFoundError" % sys.executable in result["sglang_auto"]["error"]
 
 
+# --- the GPU (SGLang's architecture and GPU rules) ------------------------------------------------
+
+
+def test_reference_deployment_is_decided_for_its_gpu(lab, capsys):
+    """The RTX PRO 6000 (12.0) of the reference deployment: the same answer as for any GPU, now said to be for 12.0."""
+    anywhere = run(checkpoint_info, {"path": lab}, capsys)
+    result = run(checkpoint_info, {"path": lab, "gpu": {"compute_capability": "12.0", "count": 8}}, capsys)
+    assert result["kv_cache_dtype_auto"] == anywhere["kv_cache_dtype_auto"] == "fp8_e4m3"
+    assert (result["kv_cache_dtype_auto_decided_for"], anywhere["kv_cache_dtype_auto_decided_for"]) == ("capability 12.0", "any GPU")
+    assert result["quantization"]["kv_auto"]["gpu"] == {"compute_capability": "12.0", "count": 8}
+
+
+def test_gpu_info_result_decides_deepseek_sparse_attention(fixtures_dir, capsys):
+    shape = str(fixtures_dir / "checkpoint-shapes" / "s40-deepseek-v32-dsa-fp8-kv-by-gpu")
+    h200 = {"gpu_count": 2, "gpus": [{"index": 0, "compute_capability": "9.0"}, {"index": 1, "compute_capability": "9.0"}]}
+    result = run(checkpoint_info, {"path": shape, "gpu": h200}, capsys)
+    assert result["kv_cache_dtype_auto"] == "bfloat16" and result["kv_cache_dtype_auto_decided_for"] == "capability 9.0"
+    rules = result["quantization"]["kv_auto"]["rules"]
+    assert {"rule": "deepseek-dsa-kv", "kind": "kv", "source": "sglang/srt/arg_groups/overrides.py:534"}.items() <= rules[0].items()
+    blackwell = run(checkpoint_info, {"path": shape, "gpu": {"compute_capability": "12.0"}}, capsys)
+    assert blackwell["kv_cache_dtype_auto"] == "fp8_e4m3"
+    anywhere = run(checkpoint_info, {"path": shape}, capsys)
+    assert anywhere["kv_cache_dtype_auto"] is None and anywhere["kv_cache_dtype_auto_decided_for"] == "any GPU"
+    assert any("depends on the GPU" in n and "overrides.py:534" in n for n in anywhere["notes"])
+    gptq = run(checkpoint_info, {"path": shape.replace("s40-deepseek-v32-dsa-fp8-kv-by-gpu", "s43-gptq-int4-marlin")}, capsys)
+    assert gptq["kv_cache_dtype_auto"] == "float16"
+    assert any("for any GPU" in n and "gptq/gptq.py:429" in n for n in gptq["notes"])
+    # a host whose gpu_info found no GPU: the answer for any GPU, no failure
+    none = run(checkpoint_info, {"path": shape, "gpu": {"gpu_count": 0, "gpus": []}}, capsys)
+    assert none["kv_cache_dtype_auto_decided_for"] == "any GPU" and not none.get("failed")
+
+
+def test_bad_gpu_is_a_clear_failure(lab, capsys):
+    result = run(checkpoint_info, {"path": lab, "gpu": {"compute_capability": "twelve"}}, capsys)
+    assert result["failed"] and "compute capability must look like '9.0'" in result["msg"]
+
+
+def test_capability_refusal_is_named(fixtures_dir, capsys):
+    shape = str(fixtures_dir / "checkpoint-shapes" / "s31-flat-mxfp8-scheme-fp8")
+    result = run(checkpoint_info, {"path": shape, "gpu": {"compute_capability": "9.0"}}, capsys)
+    assert result["kv_cache_dtype_auto"] is None
+    assert any("would not start" in n and "Minimum capability: 100" in n for n in result["notes"])
+
+
+def test_budget_takes_the_gpu(lab, capsys):
+    result = run(kv_cache_budget, {"checkpoint": lab, "gpu": {"compute_capability": "12.0"}}, capsys)
+    assert result["kv_cache_dtype_resolved"] == "fp8_e4m3" and result["kv_cache_dtype_auto_decided_for"] == "capability 12.0"
+    gpt_oss = str(lab).replace("checkpoints/" + LAB, "checkpoint-shapes/s55-gpt-oss-mxfp4-float16-bf16-forced")
+    forced = run(kv_cache_budget, {"checkpoint": gpt_oss, "gpu": {"compute_capability": "9.0"}}, capsys)
+    assert forced["kv_cache_dtype_resolved"] == "bfloat16", forced.get("msg")
+
+
 # --- the installed SGLang's own answer (sglang_python) ------------------------------------------
 
 
 def test_sglang_answers_next_to_the_model(fixtures_dir, capsys, monkeypatch, sglang_python):
-    python = sglang_python
-    for key, value in (sglang_source.python_env(python) or {}).items():
-        monkeypatch.setenv(key, value)
+    python = sglang_python   # the project's venv as it is: the probe finds its torchvision itself
     shape = str(fixtures_dir / "checkpoint-shapes" / "r07-lab-nvfp4-flat-nokv")
     result = run(checkpoint_info, {"path": shape, "sglang_python": python}, capsys)
     assert not result.get("failed"), result.get("msg")
