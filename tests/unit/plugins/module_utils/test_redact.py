@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _http, _kv_guard, _readiness, _server_info, _sglang_args
-from ansible_collections.llmops.sglang.plugins.module_utils._redact import (MASK, is_secret_flag, is_secret_name, printed_forms, redact, redact_argv,
-                                                                           redact_text)
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import (
+    MASK, is_secret_flag, is_secret_name, printed_forms, redact, redact_argv, redact_text)
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 SECRETS_DIR = ROOT / "tests" / "fixtures" / "secrets"
@@ -103,7 +103,6 @@ def test_a_secret_found_once_is_hidden_everywhere():
     assert leaked(redact_text(line)) == []
     data = {"server_info": {"api_key": KEYS["api_key"]}, "note": ["the key was %s" % KEYS["api_key"]]}
     assert leaked(json.dumps(redact(data))) == []
-
 
 
 # Keys with a tab, a no-break space, a zero-width space: what SGLang 0.5.23 printed of them (make_samples.py).

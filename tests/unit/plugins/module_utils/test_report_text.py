@@ -12,7 +12,6 @@ from their role templates with forged values from a log and a server.
 
 from __future__ import annotations
 
-import copy
 import json
 import pathlib
 import re
@@ -77,7 +76,7 @@ def test_a_forged_value_stays_in_its_code_span_and_code_block():
     code = MD.parse("- %s\n" % markdown(FORGED, "code"))
     inline = [t for t in code if t.type == "inline"][0].children
     assert [(c.type, c.content) for c in inline] == [("code_inline", plain(FORGED))]
-    block = [t for t in MD.parse("before\n\n%s\n\nafter\n" % markdown(FORGED + "\nsecond line", "block"))]
+    block = list(MD.parse("before\n\n%s\n\nafter\n" % markdown(FORGED + "\nsecond line", "block")))
     fences = [t for t in block if t.type == "fence"]
     assert len(fences) == 1 and fences[0].content == plain(FORGED + "\nsecond line", lines=True) + "\n"
     assert [t.content for t in block if t.type == "inline"] == ["before", "after"]

@@ -273,7 +273,7 @@ def test_secret_named_variables_go_to_the_environment_file_not_the_unit(inventor
     assert [v for v in ("aws-lab-secret-4b7c", "tok-lab-9e2f1a", "s3-lab-secret-77", "sk-lab-env-1") if v in published] == []
     # the role's EnvironmentFile template writes them single-quoted, next to the key
     templar = Templar(loader=DataLoader(), variables=dict(s, _sglang_server_settings=s, _sglang_server_plan=plan,
-                                                            ansible_managed="managed", sglang_server_hf_token=None))
+                                                          ansible_managed="managed", sglang_server_hf_token=None))
     text = templar.template(trust_as_template((ROLE / "templates" / "sglang.env.j2").read_text()))
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert lines == ["SGLANG_API_KEY='sk-lab-env-1'", "ACCESS_TOKEN='tok-lab-9e2f1a'",
