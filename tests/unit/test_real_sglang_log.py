@@ -200,16 +200,18 @@ ATTACKS = {
 }
 
 
-def attack_sent(name):
-    return json.loads((REAL / ("sglang-0.5.16-h200-%s.sent.json" % name)).read_text(encoding="utf-8"))
+def attack_sent(name, run):
+    return json.loads((REAL / ("sglang-0.5.16-h200-%s%s.sent.json" % (name, run))).read_text(encoding="utf-8"))
 
 
+# two runs: ".first" at fa439c7 (echoes cut by SGLang at its default level), "" the run that also sent prompts past LineMax
+@pytest.mark.parametrize("run", (".first", ""))
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_records_sglang_wrote_for_a_client_are_findings_never_facts(name):
+def test_records_sglang_wrote_for_a_client_are_findings_never_facts(name, run):
     """SGLang wrote each forged record as a line of its own, in its own prefix; the facts are those of the real start
     (the log cut before the attack), and every forged startup record is a startup_record_after_ready finding."""
-    data = (REAL / ("sglang-0.5.16-h200-%s.log" % name)).read_bytes()
-    forged = [line for line in attack_sent(name)["payload"].split("\n") if line]
+    data = (REAL / ("sglang-0.5.16-h200-%s%s.log" % (name, run))).read_bytes()
+    forged = [line for line in attack_sent(name, run)["payload"].split("\n") if line]
     lines = data.split(b"\n")
     # the attack is live: the dump naming the decoy starts a physical line twice (set_internal_state, duplicate rid)
     assert sum(1 for line in lines if line == forged[0].encode()) == 2

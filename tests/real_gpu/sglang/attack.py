@@ -84,10 +84,10 @@ def main():
 
     def generate(name):
         results[name] = post(url + "/generate", key, {"rid": forged, "text": "Count slowly:", "stream": True,
-                                                      "sampling_params": {"max_new_tokens": 256, "ignore_eos": True}})
+                                                      "sampling_params": {"max_new_tokens": 4096, "ignore_eos": True}})
     first = threading.Thread(target=generate, args=("first",))
     first.start()
-    time.sleep(1.0)
+    time.sleep(0.5)   # the first is generating (4096 tokens take the tiny model seconds)
     generate("second")
     first.join()
     sent["duplicate_rid"] = results

@@ -116,7 +116,9 @@ def test_judge_of_the_recorded_run_is_what_the_run_reported(name):
     reported = [c for c in json.loads((FIXTURES / "verdict-all.json").read_text())["checks"] if c["scenario"] == name]
     spec = run.SCENARIOS[name]
     # as verdict-all.json holds them (JSON object keys are strings)
-    checks = json.loads(json.dumps(run.judge(name, spec, result, "/tmp/real-gpu/ckpt/" + spec["checkpoint"], "0.5.16")))
+    log = FIXTURES / ("sglang-0.5.16-h200-%s.log" % name)   # what the attack checks read (attack scenarios)
+    checks = json.loads(json.dumps(run.judge(name, spec, result, "/tmp/real-gpu/ckpt/" + spec["checkpoint"], "0.5.16",
+                                             log=str(log) if spec.get("attack") else None)))
     assert [(c["check"], c["expected"], c["got"], c["ok"]) for c in checks] == \
         [(c["check"], c["expected"], c["got"], c["ok"]) for c in reported]
     assert checks and all(c["ok"] for c in checks), [c for c in checks if not c["ok"]]
