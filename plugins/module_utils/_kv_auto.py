@@ -666,9 +666,9 @@ def _loader_checks(cls, method, dtype, gpu, applied, could):
         else:
             applied.append(cap_rule)
             if gpu["capability"] < minimum:
+                sources = (where(cap_rule["at"]), where(LOADER_CAPABILITY_CHECK))
                 raise Refused("The quantization method %s is not supported for the current GPU. Minimum capability: %d. "
-                              "Current capability: %d. (%s, %s)" % (method, minimum, gpu["capability"],
-                                                                   where(cap_rule["at"]), where(LOADER_CAPABILITY_CHECK)))
+                              "Current capability: %d. (%s, %s)" % ((method, minimum, gpu["capability"]) + sources))
     act_rule = _rule("act_dtype", config_class=cls)
     if act_rule is not None and dtype not in act_rule["value"]:
         raise Refused("%s is not supported for quantization method %s. Supported dtypes: %s (%s, %s); pass --dtype %s"

@@ -30,9 +30,9 @@ description:
     for some architectures (gpt-oss MXFP4 runs bfloat16, DeepSeek-V4 an FP8 KV cache, DeepSeek sparse attention
     an FP8 KV cache from compute capability 10.0 and bf16 below, whatever the checkpoint says), GPTQ and AWQ run
     as C(gptq_marlin) and C(awq_marlin) from capability 8.0, and each quantization config class has a minimum
-    capability below which SGLang refuses to start (MXFP8 below 10.0). RV(quantization.kv_auto.rules) names the
+    capability below which SGLang refuses to start (MXFP8 below 10.0). C(rules) in RV(quantization.kv_auto) names the
     rules that applied with SGLang's file and line. Without O(gpu) the answer is for any GPU and
-    RV(quantization.kv_auto.could_change) names the rules a GPU could bring in; where the GPU itself sets the KV
+    C(could_change) in RV(quantization.kv_auto) names the rules a GPU could bring in; where the GPU itself sets the KV
     dtype (DeepSeek sparse attention) no answer holds for every GPU and RV(kv_cache_dtype_auto) is null.
   - With O(sglang_python), the installed SGLang resolves C(auto) with its own code too; both answers are
     reported side by side in RV(sglang_auto) and, when they differ, RV(kv_cache_dtype_auto) is SGLang's. Where

@@ -117,10 +117,13 @@ def test_forged_entries_change_neither_facts_nor_stop_report(tmp_path):
         # the log's lines (journald keeps no empty line), 6 shapes, the cut heads, the child's line and "writer done"
         assert stats["kept"] == len([line for line in real.split(b"\n") if line]) + 6 + len(forged) + 2
 
-        # read as text, the same journal gives the forged checkpoint and pool: the metadata is what keeps them out
+        # read as text, the same journal shows the forged checkpoint and pool as records of their own: only the startup
+        # window keeps them from being facts there; read with metadata they are no records at all
         text = ssh_bytes("journalctl _SYSTEMD_INVOCATION_ID=%s -o cat --no-pager" % inv)
-        as_text = audit_bytes(text)["facts"]
-        assert as_text["model_path"] == "/models/decoy" and as_text["max_total_num_tokens"] == 1000000
+        as_text = audit_bytes(text)
+        assert as_text["facts"] == answer["facts"]
+        late = [f for f in as_text["findings"] if f["rule"] == "startup_record_after_ready"]
+        assert late and "startup_record_after_ready" not in [f["rule"] for f in audit["findings"]]
 
         # a running unit's poll reads the same
         ready = module(inventory, "sglang_wait_ready", {"unit": UNIT, "url": "http://127.0.0.1:9/health_generate", "budget": 3600,

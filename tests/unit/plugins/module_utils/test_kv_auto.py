@@ -62,7 +62,7 @@ def emulated(sglang_python):
     for capability in GPUS:
         request = json.dumps({"capability": capability, "paths": [str(p) for p in SHAPE_DIRS]})
         done = subprocess.run([sglang_python, "-B", str(EMULATOR)], input=request, capture_output=True, text=True,
-                              timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+                              timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"), check=False)
         lines = [line for line in done.stdout.splitlines() if line.startswith("EMULATED_GPU_RESULT=")]
         assert lines, "the emulated start-up gave no answer (exit %s): %s" % (done.returncode, done.stderr[-3000:])
         result = json.loads(lines[-1].split("=", 1)[1])
