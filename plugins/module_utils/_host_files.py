@@ -41,6 +41,9 @@ class HostFilesError(Exception):
 
 def _ids(entry, check):
     """(uid, gid) of the entry's owner and group; in check mode an account not created yet reads as None."""
+    for key in ("owner", "group"):
+        if not isinstance(entry[key], str) or not entry[key] or "\0" in entry[key]:
+            raise HostFilesError("%s: %s %r is not an account name; set the name of a user or group" % (entry["path"], key, entry[key]))
     try:
         uid = pwd.getpwnam(entry["owner"]).pw_uid
         gid = grp.getgrnam(entry["group"]).gr_gid

@@ -73,7 +73,8 @@ def test_measures_and_passes_a_met_baseline(sim, capsys):
     assert [lv["concurrency"] for lv in res["levels"]] == [1, 4]
     # 100 tok/s alone: a 16-token request takes 0.04 + 15/100 s, so about 84 tok/s in a closed loop
     c1 = res["levels"][0]
-    assert 70 < c1["aggregate_output_tok_s"] < 95 and c1["per_request_output_tok_s"]["mean"] == pytest.approx(100, rel=0.1)
+    # the lower bound leaves room for a loaded 2-core machine (69.7 seen while every CI lane ran)
+    assert 60 < c1["aggregate_output_tok_s"] < 95 and c1["per_request_output_tok_s"]["mean"] == pytest.approx(100, rel=0.1)
     assert res["gate"]["passed"] and [c["passed"] for c in res["gate"]["checks"]] == [True, True]
     assert res["summary"].startswith("C=1 ") and res["summary"].endswith("; gate pass")
     assert KEY not in json.dumps(res)

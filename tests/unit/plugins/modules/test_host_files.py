@@ -119,6 +119,14 @@ def test_an_unknown_owner_fails_with_the_fix_but_is_a_change_in_check_mode(tmp_p
     assert not (tmp_path / "f").exists()
 
 
+@pytest.mark.parametrize("owner", ["ro\x00ot", ""])
+def test_an_owner_that_is_no_account_name_fails_with_the_fix_in_check_mode_too(tmp_path, owner):
+    files = [{"path": str(tmp_path / "f"), "content": "x", "owner": owner, "group": "root", "mode": "0644"}]
+    for check in (False, True):
+        with pytest.raises(HostFilesError, match="is not an account name"):
+            install([], files, check=check)
+
+
 @pytest.mark.parametrize("directories, files, message", [
     ([{"path": "etc/sglang", "owner": "root", "group": "root", "mode": "0755"}], [], "must be an absolute path"),
     ([], [{"path": "/tmp/x", "content": "x", "owner": "root", "group": "root", "mode": "rw-r--r--"}], "not an octal file mode"),
