@@ -41,9 +41,6 @@ class HostFilesError(Exception):
 
 def _ids(entry, check):
     """(uid, gid) of the entry's owner and group; in check mode an account not created yet reads as None."""
-    for key in ("owner", "group"):
-        if not isinstance(entry[key], str) or not entry[key] or "\0" in entry[key]:
-            raise HostFilesError("%s: %s %r is not an account name; set the name of a user or group" % (entry["path"], key, entry[key]))
     try:
         uid = pwd.getpwnam(entry["owner"]).pw_uid
         gid = grp.getgrnam(entry["group"]).gr_gid
@@ -60,6 +57,9 @@ def _checked(entry, kind):
     path = entry.get("path")
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path or path.rstrip("/") != path:
         raise HostFilesError("%s path %r must be an absolute path without a trailing '/'" % (kind, path))
+    for key in ("owner", "group"):
+        if not isinstance(entry[key], str) or not entry[key] or "\0" in entry[key]:
+            raise HostFilesError("%s: %s %r is not an account name; set the name of a user or group" % (path, key, entry[key]))
     try:
         mode = file_mode(entry["mode"])
     except ValueError as exc:
