@@ -2,7 +2,7 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Streaming audit of SGLang server logs: the public API (LogAuditor, audit_path, audit_command, audit_bytes).
+"""Streaming audit of SGLang server logs: the public API (LogAuditor, audit_path, audit_journal, audit_bytes).
 
 The work is split by job, each in its own module:
 
@@ -32,7 +32,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_rules im
     LogAuditError, RuleMatcher, build_rules, build_waivers)
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_scan import DEFAULT_MAX_LINE_BYTES, LineScanner
 
-__all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "LogAuditError", "LogAuditor", "audit_bytes", "audit_command",
+__all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "LogAuditError", "LogAuditor", "audit_bytes",
            "audit_journal", "audit_path", "audit_stream", "build_rules", "prefilter_literals")
 
 # Literals every interesting line contains (on top of one literal per rule): one per keyed line, and the
@@ -199,17 +199,6 @@ def audit_path(path, chunk_bytes=CHUNK_BYTES, **kwargs):
     with open(path, "rb") as stream:
         size = os.fstat(stream.fileno()).st_size
         return audit_stream(stream, chunk_bytes=chunk_bytes, max_bytes=size, **kwargs)
-
-
-def audit_command(argv, chunk_bytes=CHUNK_BYTES, **kwargs):
-    """Run argv (no shell) and audit its standard output while it streams.
-
-    Returns (rc, the head of its standard error as text, result). The output is never held whole:
-    a journal can be far larger than memory. Raises OSError naming the program when it cannot be started.
-    """
-    auditor = LogAuditor(**kwargs)
-    rc, err = stream(argv, auditor.feed, chunk_bytes=chunk_bytes)
-    return rc, err, auditor.finish()
 
 
 def audit_journal(argv, require, chunk_bytes=CHUNK_BYTES, **kwargs):

@@ -308,17 +308,13 @@ stats:
 """
 
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
-from ansible_collections.llmops.sglang.plugins.module_utils._journal import unit_output
+from ansible_collections.llmops.sglang.plugins.module_utils._journal import JournalError, unit_output
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_journal, audit_path
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
-
-_INVOCATION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
-
 
 def _clean(items):
     """Drop options the user did not give (suboptions default to None)."""
@@ -337,11 +333,11 @@ def _journal_command(module, unit, invocation, since):
         if not inv:
             module.fail_json(msg="unit %s has no invocation id: it has not run since boot or does not exist. "
                                  "Start it first, or use invocation=all to read its whole journal." % unit)
-        if not _INVOCATION_ID_RE.match(inv):
-            module.fail_json(msg="systemctl returned %r as the invocation id of %s, not a 128-bit hex id; "
-                                 "use invocation=all with this systemd." % (inv, unit))
         source["invocation_id"] = inv
-    cmd, require = unit_output(journalctl, unit, inv, since=since)
+    try:
+        cmd, require = unit_output(journalctl, unit, inv, since=since)
+    except JournalError as exc:
+        module.fail_json(msg="systemctl's answer for %s: %s; use invocation=all with this systemd." % (unit, exc))
     return cmd, require, source
 
 

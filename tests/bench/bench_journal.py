@@ -11,7 +11,7 @@ best of --repeat:
 
 - ``journalctl -o cat``, ``-o json --output-fields=... --all`` and ``-o export`` of the invocation alone, to /dev/null
   (what journalctl itself costs per format);
-- the audit as the collection ran it before (``audit_command`` of ``journalctl ... -o cat``) and as it runs now
+- the audit as the collection ran it before (``journalctl ... -o cat`` streamed into the log auditor) and as it runs now
   (``audit_journal`` of ``_journal.unit_output``'s argv), each in a child process: wall and CPU time (journalctl
   and Python together), the child's peak RSS, and whether both give the same facts.
 
@@ -87,11 +87,14 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.llmops.sglang.plugins.module_utils import _journal
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import audit_command, audit_journal
+from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
+from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor, audit_journal
 mode, directory, unit, inv = sys.argv[2:6]
 t0 = time.perf_counter()
 if mode == "cat":
-    rc, err, res = audit_command(["journalctl", "--directory=" + directory, "_SYSTEMD_INVOCATION_ID=" + inv, "-o", "cat", "--no-pager"])
+    auditor = LogAuditor()
+    rc, err = stream(["journalctl", "--directory=" + directory, "_SYSTEMD_INVOCATION_ID=" + inv, "-o", "cat", "--no-pager"], auditor.feed)
+    res = auditor.finish()
 else:
     argv, require = _journal.unit_output("journalctl", unit, inv)
     rc, err, res = audit_journal(argv[:1] + ["--directory=" + directory] + argv[1:], require)
