@@ -316,6 +316,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._journal import Jour
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_journal, audit_path
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
 
+
 def _clean(items):
     """Drop options the user did not give (suboptions default to None)."""
     return [dict((k, v) for k, v in item.items() if v is not None) for item in items or []]
