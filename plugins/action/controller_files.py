@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action plugin of llmops.sglang.controller_files: the files are written by the controller's own process, so a report
-costs no module run on the controller (plugins/module_utils/_controller_files.py decides and writes)."""
+costs no module run on the controller (plugins/plugin_utils/_controller_files.py decides and writes)."""
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.sglang.plugins.module_utils._controller_files import ControllerFilesError, save
+from ansible_collections.llmops.sglang.plugins.plugin_utils._controller_files import ControllerFilesError, save
 
 
 class ActionModule(ActionBase):

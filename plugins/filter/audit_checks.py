@@ -144,7 +144,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._audit import AuditError, audit
+from ansible_collections.llmops.sglang.plugins.plugin_utils._audit_checks import AuditError, audit
 
 
 def audit_checks(facts, settings=None):

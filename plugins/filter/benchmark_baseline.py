@@ -53,8 +53,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import BenchmarkError
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_report import choose_baseline
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
+from ansible_collections.llmops.sglang.plugins.plugin_utils._benchmark_report import choose_baseline
 
 
 def benchmark_baseline(settings, profiles=None):

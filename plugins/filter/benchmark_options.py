@@ -56,8 +56,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import BenchmarkError
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_report import module_options
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
+from ansible_collections.llmops.sglang.plugins.plugin_utils._benchmark_report import module_options
 
 
 def benchmark_options(settings, host=None, baseline=None):

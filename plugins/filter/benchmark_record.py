@@ -81,8 +81,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import BenchmarkError
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_report import run_record
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
+from ansible_collections.llmops.sglang.plugins.plugin_utils._benchmark_report import run_record
 
 
 def benchmark_record(settings, result, canary=None, host=None, gate_note=""):

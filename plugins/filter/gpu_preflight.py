@@ -159,7 +159,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._gpu_preflight import PreflightError, evaluate
+from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, evaluate
 
 
 def gpu_preflight(gpu_info, toolkit=None, expectations=None, waivers=None, smoke=None):

@@ -76,7 +76,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._gpu_preflight import PreflightError, role_report
+from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, role_report
 
 
 def gpu_preflight_report(gpu_info, toolkit, settings, smoke=None, host=None):

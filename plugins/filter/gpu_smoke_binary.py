@@ -49,7 +49,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._gpu_preflight import PreflightError, smoke_binary
+from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, smoke_binary
 
 
 def gpu_smoke_binary(gpu_info, toolkit, settings, source):

@@ -75,7 +75,7 @@ _value:
       type: str
 """
 
-from ansible_collections.llmops.sglang.plugins.module_utils._site_report import host_report
+from ansible_collections.llmops.sglang.plugins.plugin_utils._site_report import host_report
 
 
 class FilterModule(object):

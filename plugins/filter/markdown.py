@@ -46,7 +46,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._report_text import markdown as _markdown
+from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import markdown as _markdown
 
 
 def markdown(text, kind="text"):

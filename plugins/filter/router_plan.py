@@ -109,7 +109,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._router_plan import PlanError, plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._router_plan import PlanError, plan
 
 
 def router_plan(settings, hostvars, hosts, host):

@@ -54,7 +54,7 @@ _value:
       elements: dict
 """
 
-from ansible_collections.llmops.sglang.plugins.module_utils._router_plan import wheels
+from ansible_collections.llmops.sglang.plugins.plugin_utils._router_plan import wheels
 
 
 class FilterModule(object):

@@ -89,7 +89,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, checkpoint_plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_runtime_plan import RuntimeSettingsError, checkpoint_plan
 
 
 def runtime_checkpoint(settings, before=None, gate=None, dest=None):

@@ -61,7 +61,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, copy_plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_runtime_plan import RuntimeSettingsError, copy_plan
 
 
 def runtime_copy(settings, source_files, host_files=None, rsync=None):

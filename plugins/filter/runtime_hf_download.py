@@ -57,7 +57,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, hf_download
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_runtime_plan import RuntimeSettingsError, hf_download
 
 
 def runtime_hf_download(job, plan, sizes=None, started=None, final=None):

@@ -78,7 +78,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError, pip_plan, pip_state
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_runtime_plan import RuntimeSettingsError, pip_plan, pip_state
 
 
 def runtime_pip(settings, state=None, listed_after=None):

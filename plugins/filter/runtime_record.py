@@ -53,8 +53,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import RuntimeSettingsError
-from ansible_collections.llmops.sglang.plugins.module_utils._runtime import runtime_record as record
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_runtime_plan import RuntimeSettingsError
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_runtime_plan import runtime_record as record
 
 
 def runtime_record(pip, settings, old_stamp=None, verified=None, now=None):

@@ -15,7 +15,7 @@ author:
 description:
   - Works out what the sgl_kernel role does, so that its tasks only wire values. Inputs are the role's settings
     (C(sgl_kernel_*)), the run (C(_sgl_kernel_run) with C(host), C(play_hosts), C(check_mode)) and the results the
-    tasks registered so far (C(_sgl_kernel_*), listed in C(plugins/module_utils/_sgl_kernel.py)).
+    tasks registered so far (C(_sgl_kernel_*), listed in C(plugins/plugin_utils/_sgl_kernel_plan.py)).
   - "Decisions: bad settings (RV(_value.input_error)); the archs to build (C(120a) becomes the family target C(120f)
     when C(sgl_kernel_prefer_family) asks for it and nvcc is 12.9 or newer); nvcc's verdict; the pip source (a wheelhouse wins over an
     index); the cuobjdump that verifies the wheel (the explicit one, the toolkit's, else the build venv's
@@ -103,7 +103,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._sgl_kernel import KernelPlanError, plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sgl_kernel_plan import KernelPlanError, plan
 
 
 def sgl_kernel(names, values):

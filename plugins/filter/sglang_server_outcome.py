@@ -76,7 +76,7 @@ _value:
       type: str
 """
 
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_server import outcome
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_server_plan import outcome
 
 
 class FilterModule(object):

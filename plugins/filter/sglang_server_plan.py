@@ -93,7 +93,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_server import PlanError, plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._sglang_server_plan import PlanError, plan
 
 
 def sglang_server_plan(settings, host, groups, hostvars, play_batch=None):

@@ -45,7 +45,7 @@ _value:
   elements: str
 """
 
-from ansible_collections.llmops.sglang.plugins.module_utils._site_report import summary_lines
+from ansible_collections.llmops.sglang.plugins.plugin_utils._site_report import summary_lines
 
 
 class FilterModule(object):

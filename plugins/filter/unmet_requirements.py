@@ -47,7 +47,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils._pins import PinError, unmet
+from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, unmet
 
 
 def unmet_requirements(requirements, installed):

@@ -77,7 +77,7 @@ import yaml
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.llmops.sglang.plugins.module_utils._awx_templates import TemplateError, check_entry, job_template
+from ansible_collections.llmops.sglang.plugins.plugin_utils._awx_templates import TemplateError, check_entry, job_template
 
 
 class LookupModule(LookupBase):

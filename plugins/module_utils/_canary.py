@@ -28,7 +28,7 @@ import re
 import threading
 import warnings
 
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import DEFAULT_CHARS_PER_TOKEN, synthetic_code
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import DEFAULT_CHARS_PER_TOKEN, synthetic_code
 
 CHECKS = ("needle", "coding")
 DEFAULT_CONTEXTS = (4096, 32768, 131072)

@@ -6,7 +6,7 @@
 
 Pure Python (stdlib only, Python 3.9+). ``evaluate`` takes the raw inputs (launch argv, the
 checkpoint as read by ``_checkpoint.inspect_checkpoint``, a ``/server_info`` answer, the log
-facts of ``_sglang_log``) and returns one verdict per signal with its evidence. What the server
+facts of ``sglang_log._log_audit``) and returns one verdict per signal with its evidence. What the server
 says is read by the rules of its release (``_server_info.kv_summary``: ``/server_info`` version,
 else the log dump's format, else 0.5.23):
 
@@ -737,7 +737,7 @@ def evaluate(inputs):
     ``inputs`` keys (all optional except as noted): ``argv`` (list), ``argv_source`` (label),
     ``argv_error`` (why argv could not be read), ``checkpoint`` (``inspect_checkpoint`` result),
     ``checkpoint_error``, ``server_info`` (a /server_info JSON object), ``server_error``,
-    ``log_facts`` (``_sglang_log`` facts), ``tp_size``, ``expected`` (bf16 or fp8_e4m3),
+    ``log_facts`` (``sglang_log._log_audit`` facts), ``tp_size``, ``expected`` (bf16 or fp8_e4m3),
     ``waiver_reason`` (required for fp8_e4m3), ``min_signals`` (default 3), ``checkpoint_given`` (the directory the
     caller named, checked against the one served).
 

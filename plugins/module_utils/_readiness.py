@@ -36,7 +36,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._journal import (
     JournalError, JournalReader, pid1_messages, pid1_text, unit_output)
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream as stream_output
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import LogAuditor
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import run as run_command
 

@@ -287,8 +287,8 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_client import Client, discover
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_serving import run_process
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._client import Client, discover
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._serving import run_process
 from ansible_collections.llmops.sglang.plugins.module_utils._canary import (
     CHECKS,
     FIND_SGLANG,

@@ -347,12 +347,12 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_chart import render_chart
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_client import Client, discover
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_gate import evaluate_gate, normalize_baseline, summary_line
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_prompts import DATASETS, BenchmarkError
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_runner import ENGINES, run_benchmark, validate_options
-from ansible_collections.llmops.sglang.plugins.module_utils._bench_serving import bench_serving_argv, bench_serving_level, parse_bench_serving, run_process
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._chart import render_chart
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._client import Client, discover
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._gate import evaluate_gate, normalize_baseline, summary_line
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import DATASETS, BenchmarkError
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._runner import ENGINES, run_benchmark, validate_options
+from ansible_collections.llmops.sglang.plugins.module_utils.bench._serving import bench_serving_argv, bench_serving_level, parse_bench_serving, run_process
 from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 

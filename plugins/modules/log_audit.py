@@ -37,7 +37,7 @@ description:
     a finding or a fatal cause, so a request such as C(/?server_args=ServerArgs(kv_cache_dtype='fp8_e4m3')) or a prompt
     quoting the FP8 warning changes nothing.
   - Every line the audit keys on is listed, with the SGLang source file that prints it, in
-    C(plugins/module_utils/_sglang_log_lines.py); a unit test checks each against the installed SGLang 0.5.23.
+    C(plugins/module_utils/sglang_log/_lines.py); a unit test checks each against the installed SGLang 0.5.23.
   - A file is read up to the size it had when the audit began; the journal is streamed. Memory stays bounded
     (1 MiB chunks, lines cut at 256 KiB).
   - The module never fails because of findings unless O(fail_on_findings=true); it returns RV(failed_rules) for a
@@ -132,7 +132,7 @@ options:
     default: false
 notes:
   - Reads only; supports check mode fully.
-  - Default rules, see C(plugins/module_utils/_sglang_log_rules.py) - V(fp8_kv_no_scales) and V(fp8_kv_effective)
+  - Default rules, see C(plugins/module_utils/sglang_log/_rules.py) - V(fp8_kv_no_scales) and V(fp8_kv_effective)
     (FP8 KV cache, error), V(kv_dtype_set_by_model),
     V(moe_default_kernel_config) (info), V(cuda_out_of_memory), V(not_enough_memory), V(no_kernel_image),
     V(scheduler_exception), V(child_process_failed), V(rank_load_mismatch), V(health_check_failed),
@@ -313,7 +313,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 from ansible_collections.llmops.sglang.plugins.module_utils._journal import JournalError, unit_output
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditError, LogAuditor, audit_journal, audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import LogAuditError, LogAuditor, audit_journal, audit_path
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
 
 

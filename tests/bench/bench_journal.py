@@ -88,7 +88,7 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from ansible_collections.llmops.sglang.plugins.module_utils import _journal
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import LogAuditor, audit_journal
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import LogAuditor, audit_journal
 mode, directory, unit, inv = sys.argv[2:6]
 t0 = time.perf_counter()
 if mode == "cat":

@@ -97,7 +97,7 @@ def real_material():
     """(startup blocks: each real log up to and with its acceptance point, pieces: every line of the real logs that holds a
     literal the parser keys on, with the indented lines after it (at most 12; a traceback's frames all, then its exception line))."""
     sys.path.insert(0, str(COLLECTIONS))
-    from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import prefilter_literals
+    from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import prefilter_literals
     literals = [lit for lit in prefilter_literals() if lit is not None]
     blocks, pieces = [], []
     for path in REAL_LOGS:
@@ -177,7 +177,7 @@ def write_log(path, size_bytes, seed=20261130):
 PARSER_CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_path
 base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
 res = audit_path(sys.argv[2])
@@ -205,7 +205,7 @@ def timed(argv, stdout):
 
 def grep_pattern():
     sys.path.insert(0, str(COLLECTIONS))
-    from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import prefilter_literals
+    from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import prefilter_literals
     # ERE-escape the literals the parser itself keys on
     return "|".join(re.sub(r"([.[\\()*+?{|^$])", r"\\\1", lit) for lit in prefilter_literals() if lit is not None)
 

@@ -26,7 +26,7 @@ import time
 import fleet
 
 sys.path.insert(0, str(fleet.ROOT / "collections"))
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import audit_bytes  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_bytes  # noqa: E402  pylint: disable=wrong-import-position
 
 HOST, INDEX = "journal1", 174
 UNIT = "jm-sglang.service"

@@ -78,7 +78,7 @@ def test_server_extra_args_cannot_set_a_managed_flag_abbreviated(tmp_path, args)
 
 @pytest.mark.parametrize("name, setting", [("HF_TOKEN", "sglang_server_hf_token"), ("SGLANG_API_KEY", "sglang_server_api_key")])
 def test_server_environment_does_not_set_the_roles_own_secrets(tmp_path, name, setting):
-    # other secret-named variables go to the root-only EnvironmentFile (test_sglang_server.py)
+    # other secret-named variables go to the root-only EnvironmentFile (plugin_utils/test_sglang_server_plan.py)
     rc, out = run_checks(tmp_path, "sglang_server", "validate", {"sglang_server_environment": {name: "v", "HF_HUB_OFFLINE": "1"}})
     assert rc != 0 and "must not set the variables the role writes from its own settings (%s (set %s))" % (name, setting) in out, out
 

@@ -21,7 +21,7 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import audit_bytes, audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_bytes, audit_path
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-sglang"

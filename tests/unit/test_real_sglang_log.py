@@ -5,7 +5,7 @@
 """The log audit on what a real SGLang 0.5.16 wrote on an H200: the six scenarios of the harness's run at
 b2f32da (tests/fixtures/real-sglang, MANIFEST there).
 
-Per scenario the parser (``_sglang_log.audit_path`` / ``audit_bytes``, what ``log_audit`` runs) reads from the
+Per scenario the parser (``sglang_log._log_audit.audit_path`` / ``audit_bytes``, what ``log_audit`` runs) reads from the
 trimmed log the facts the harness's verdict and the module on the H200 recorded; ``SGLANG_LOG_MS=1`` changes
 nothing; the forged requests of ``trap-bf16`` (a request line and echoed prompts quoting SGLang's lines)
 change no fact. ``server_args_format`` tells a ServerArgs repr (0.5.18 and older) from a dict dump (0.5.19 and
@@ -23,8 +23,8 @@ import sys
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import kv_release
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import audit_bytes, audit_path
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log_lines import BY_ID
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_bytes, audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._lines import BY_ID
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import sglang_source  # noqa: E402  tests/unit/sglang_source.py

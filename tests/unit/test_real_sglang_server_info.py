@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import audit_path
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_path
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-sglang"

@@ -14,7 +14,7 @@ import shutil
 import struct
 import time
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bclient
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _client as bclient
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
 from ansible_collections.llmops.sglang.plugins.module_utils import _files

@@ -13,20 +13,20 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
 from ansible_collections.llmops.sglang.plugins.filter import worker_url as worker_url_filter
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_chart as bchart
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bclient
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_gate as bgate
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_prompts as bprompts
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_report as breport
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_serving as bserving
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_stats as bstats
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _chart as bchart
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _client as bclient
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _gate as bgate
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _prompts as bprompts
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _benchmark_report as breport
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _serving as bserving
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _stats as bstats
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan as cp
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
 from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
-from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_preflight as gp
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_rules as gp
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils import _journal as jr
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
@@ -36,13 +36,13 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _systemd_exec
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as rd
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact as rdc
-from ansible_collections.llmops.sglang.plugins.module_utils import _report_text as rt
-from ansible_collections.llmops.sglang.plugins.module_utils import _router_plan as rplan
-from ansible_collections.llmops.sglang.plugins.module_utils import _runtime as runtime
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _report_text as rt
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _router_plan as rplan
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _sglang_runtime_plan as runtime
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
-from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log as sl
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit as sl
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd as systemd
 
 from .corpus import (
@@ -641,7 +641,7 @@ def test_report_text_escapers(request):
 
 
 def test_secret_forms_paths_and_router_flags(request):
-    """_redact.printed_forms and masking with a known secret; _runtime.system_dir; _router_plan.secret_flags."""
+    """_redact.printed_forms and masking with a known secret; _sglang_runtime_plan.system_dir; _router_plan.secret_flags."""
     def check(case):
         secret, text, words = case
         if isinstance(secret, str):

@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _bench_client as bcl
+from ansible_collections.llmops.sglang.plugins.module_utils.bench import _client as bcl
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 
 from sim_harness import SIM, Sim, free_port  # tests/unit/sim_harness.py

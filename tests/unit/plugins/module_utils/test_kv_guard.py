@@ -18,7 +18,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint a
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
-from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log as sglang_log
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit as sglang_log
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 import sglang_source  # noqa: E402  tests/unit/sglang_source.py

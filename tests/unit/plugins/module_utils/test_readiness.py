@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as r
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
-from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import PHASES
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import PHASES
 
 UNIT = "sglang-qwen.service"
 URL = "http://127.0.0.1:30000/health_generate"
@@ -486,25 +486,25 @@ def test_not_enough_memory_is_the_parsers_class():
     dead = unit_state(clock, ActiveState="failed", SubState="failed", Result="exit-code", ExecMainCode=1, ExecMainStatus=1)
     out = wait(FakeSystem(clock, [dead], journal), clock)
     assert out["cause"]["class"] == "not_enough_memory" and out["log"]["fatal"]["class"] == "not_enough_memory"
-    from ansible_collections.llmops.sglang.plugins.module_utils._sglang_log import FATAL_CLASSES, audit_bytes
+    from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import FATAL_CLASSES, audit_bytes
     assert "not_enough_memory" in FATAL_CLASSES and audit_bytes(journal)["facts"]["fatal"]["class"] == "not_enough_memory"
 
 
 def test_readiness_uses_only_the_log_audits_public_api_and_no_fatal_class_of_its_own():
-    """The fatal classes live in _sglang_log_facts alone; readiness asks LogAuditor.progress() and never classifies."""
+    """The fatal classes live in sglang_log._facts alone; readiness asks LogAuditor.progress() and never classifies."""
     import ast
     import importlib
 
-    from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log_facts
+    from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _facts
     tree = ast.parse(open(r.__file__).read())
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and "_sglang_log" in (node.module or ""):
+        if isinstance(node, ast.ImportFrom) and ".sglang_log." in (node.module or ""):
             public = importlib.import_module(node.module).__all__
             assert all(alias.name in public for alias in node.names), node.module
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "auditor":
             assert not node.attr.startswith("_"), node.attr
     strings = set(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
-    assert not strings & (set(_sglang_log_facts.FATAL_CLASSES) - {"none"})
+    assert not strings & (set(_facts.FATAL_CLASSES) - {"none"})
     assert not [s for s in strings if "ddress already in use" in s or "Not enough memory" in s or "unrecognized arguments" in s]
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
-from ansible_collections.llmops.sglang.plugins.module_utils import _sgl_kernel as sk
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _sgl_kernel_plan as sk
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import parse_nvcc_version
 from ansible_collections.llmops.sglang.plugins.modules import cmake_cuda_plan
 

@@ -15,7 +15,7 @@ import time
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_log
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import command_line
 from ansible_collections.llmops.sglang.plugins.modules import kv_cache_guard
 
@@ -83,7 +83,7 @@ def sim(tmp_path):
 
 def test_silent_fp8_on_a_live_server_fails_with_the_table(sim, lab, capsys):
     argv, url, log = sim(lab)  # no --kv-cache-dtype: auto
-    facts = _sglang_log.audit_path(str(log))["facts"]
+    facts = _log_audit.audit_path(str(log))["facts"]
     assert facts["fp8_scale_warning"] is False  # the target model never warns for auto
     res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": KEY, "log_facts": facts}, capsys)
     sig = rows(res)
@@ -101,7 +101,7 @@ def test_silent_fp8_on_a_live_server_fails_with_the_table(sim, lab, capsys):
 
 def test_bf16_on_a_live_server_with_mtp_passes(sim, lab, capsys):
     argv, url, log = sim(lab, kv="bf16", mtp=True)
-    facts = _sglang_log.audit_path(str(log))["facts"]
+    facts = _log_audit.audit_path(str(log))["facts"]
     res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": KEY, "log_facts": facts}, capsys)
     assert not res.get("failed"), res.get("msg")
     assert res["verdict"] == "bf16" and res["available_signals"] == 4
@@ -112,7 +112,7 @@ def test_bf16_on_a_live_server_with_mtp_passes(sim, lab, capsys):
 def test_wrong_api_key_leaves_the_server_unknown(sim, lab, capsys):
     argv, url, log = sim(lab, kv="bf16")
     res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": "wrong",
-               "log_facts": _sglang_log.audit_path(str(log))["facts"]}, capsys)
+               "log_facts": _log_audit.audit_path(str(log))["facts"]}, capsys)
     # /server_info refused the key: the server row falls back to the log's dump, a dict, so SGLang's resolved
     # server args (0.5.19 and newer); with argv, log_dtype and pool_bytes that is still four signals
     assert not res.get("failed") and res["available_signals"] == 4
@@ -149,13 +149,13 @@ def test_host_switched_from_fp8_to_bf16_passes_on_its_current_invocation(lab, tm
     both = tmp_path / "both.log"
     both.write_text("\n".join(invocation("2026-11-30 09:00:00", "auto", "torch.float8_e4m3fn", 1, 3700000)
                               + invocation("2026-11-30 11:00:00", "bf16", "torch.bfloat16", 2, 1850000)) + "\n")
-    whole = _sglang_log.audit_path(str(both))
+    whole = _log_audit.audit_path(str(both))
     assert whole["facts"]["kv_cache_dtype_configured"] == "auto"
     assert "startup_record_after_ready" in [f["rule"] for f in whole["findings"]]
     # the current invocation, as the journal reader hands it over
     log = tmp_path / "journal.log"
     log.write_text("\n".join(invocation("2026-11-30 11:00:00", "bf16", "torch.bfloat16", 2, 1850000)) + "\n")
-    facts = _sglang_log.audit_path(str(log))["facts"]
+    facts = _log_audit.audit_path(str(log))["facts"]
     assert facts["kv_cache_dtype_configured"] == "bf16"
     res = run({"checkpoint": lab, "url": "", "log_facts": facts}, capsys)
     assert not res.get("failed"), res.get("msg")
@@ -167,7 +167,7 @@ def test_host_switched_from_fp8_to_bf16_passes_on_its_current_invocation(lab, tm
     # the first start alone is the silent FP8 server
     first = tmp_path / "first.log"
     first.write_text("\n".join(invocation("2026-11-30 09:00:00", "auto", "torch.float8_e4m3fn", 1, 3700000)) + "\n")
-    res = run({"checkpoint": lab, "url": "", "log_facts": _sglang_log.audit_path(str(first))["facts"]}, capsys)
+    res = run({"checkpoint": lab, "url": "", "log_facts": _log_audit.audit_path(str(first))["facts"]}, capsys)
     assert res["failed"] and res["verdict"] == "fp8" and res["available_signals"] == 3
 
 
