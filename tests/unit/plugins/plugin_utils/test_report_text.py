@@ -189,7 +189,7 @@ def test_play_output_lines_carry_no_control_or_bidi_character():
                                             "sglang_server_info": {"ready": True}})
     assert RAW.search(row) is None and "\n" not in row
     record = _benchmark_report.run_record({"benchmark_fail": True, "benchmark_report_dir": "/nonexistent"},
-                                      {"msg": "server said " + FORGED}, None, "gpu1", now="2026-12-03T00:00:00Z")
+                                          {"msg": "server said " + FORGED}, None, "gpu1", now="2026-12-03T00:00:00Z")
     for text in (record["summary"], record["benchmark"]["msg"]):
         assert RAW.search(text) is None and "\\x1b[1A" in text
 

@@ -99,9 +99,9 @@ def test_staging_decision_equals_the_roles_jinja(case):
     given = case["input"]
     before = given["before"]
     plan = _sglang_runtime_plan.checkpoint_plan(settings(checkpoint_source=given["source"], checkpoint_hf_revision=REV,
-                                             checkpoint_controller_src="/ctl/ckpt", checkpoint_nfs_src="nas:/models",
-                                             checkpoint_path="/models/x",
-                                             checkpoint_require_quant_config=given["require_quant"]), before)
+                                                         checkpoint_controller_src="/ctl/ckpt", checkpoint_nfs_src="nas:/models",
+                                                         checkpoint_path="/models/x",
+                                                         checkpoint_require_quant_config=given["require_quant"]), before)
     assert plan["stage"] is case["stage"]
     assert plan["verify_before"] is (given["source"] in ("controller", "hf"))
 
@@ -111,8 +111,8 @@ def test_copy_plan_equals_the_roles_jinja(case):
     given = case["input"]
     host = {"changed": False, "files": given["dest_files"]} if given["dest_files"] is not None else {"files": []}
     plan = _sglang_runtime_plan.copy_plan(settings(checkpoint_controller_src=given["src"], checkpoint_path=given["dest"],
-                                       checkpoint_copy_method=given["method"]),
-                              {"files": given["src_files"]}, host, [given["rsync_controller"], given["rsync_host"]])
+                                                   checkpoint_copy_method=given["method"]),
+                                          {"files": given["src_files"]}, host, [given["rsync_controller"], given["rsync_host"]])
     files = plan[plan["method"] + "_files"]
     assert plan["method"] == case["method"]
     assert [[f["path"], f["size"]] for f in files] == case["to_copy"]
@@ -126,7 +126,7 @@ def test_copy_plan_equals_the_roles_jinja(case):
 def test_copy_labels_equal_the_roles_jinja():
     items = BEFORE["copy_labels"]
     plan = _sglang_runtime_plan.copy_plan(settings(checkpoint_controller_src="/c", checkpoint_path="/m", checkpoint_copy_method="copy"),
-                              {"files": [{"path": "/c/" + p, "size": s} for p, s in items]}, {"files": []})
+                                          {"files": [{"path": "/c/" + p, "size": s} for p, s in items]}, {"files": []})
     assert [f["label"] for f in plan["copy_files"]] == BEFORE["copy_label_text"]
 
 
@@ -134,8 +134,8 @@ def test_copy_labels_equal_the_roles_jinja():
 def test_hf_download_state_equals_the_roles_jinja(case):
     given = case["input"]
     plan = _sglang_runtime_plan.checkpoint_plan(settings(checkpoint_source="hf", checkpoint_hf_revision=REV, checkpoint_path="/models/x",
-                                             checkpoint_timeout=given["timeout"],
-                                             checkpoint_progress_interval=given["interval"]))
+                                                         checkpoint_timeout=given["timeout"],
+                                                         checkpoint_progress_interval=given["interval"]))
     assert plan["hf"]["retries"] == int(case["retries"])
     final = _sglang_runtime_plan.hf_download(given["status"], plan, final=given["final"])
     assert final["ok"] is case["ok"]
@@ -397,7 +397,7 @@ def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
     assert record["environment"] == {"HF_HUB_OFFLINE": "1"}
     installed = _sglang_runtime_plan.pip_plan(settings(packages=pins), None, listed([]), listed([{"name": "idna", "version": "3.10"}]))
     assert _sglang_runtime_plan.runtime_record(installed, settings(), stamp({"installed_at": "old"}), verified,
-                                   now="2026-12-01T19:00:00Z")["installed_at"] == "2026-12-01T19:00:00Z"
+                                               now="2026-12-01T19:00:00Z")["installed_at"] == "2026-12-01T19:00:00Z"
     # no earlier stamp (slurp failed) or an unreadable one: no earlier install time, no traceback
     assert runtime_record(quiet, settings(), {"failed": True, "msg": "file not found"}, verified)["installed_at"] is None
     assert runtime_record(quiet, settings(), {"content": base64.b64encode(b"{not json").decode()}, verified)["installed_at"] is None
@@ -477,6 +477,6 @@ def test_the_copy_creates_only_the_subdirectories_the_host_lacks(tmp_path):
         return {"changed": False, "files": entries}
 
     plan = _sglang_runtime_plan.copy_plan(settings(checkpoint_controller_src=str(src), checkpoint_path=str(dest), checkpoint_copy_method="copy"),
-                              find(src), find_any(dest))
+                                          find(src), find_any(dest))
     assert [f["path"] for f in plan["copy_files"]] == ["a/b/model-1.safetensors", "c/model-2.safetensors", "config.json"]
     assert plan["dirs"] == [str(dest / "c")]  # a/b exists and keeps its mode; d's file is there already
