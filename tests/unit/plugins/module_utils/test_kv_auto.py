@@ -300,6 +300,18 @@ def test_compare_keeps_the_model_where_the_probe_skipped_the_rule():
     assert ka.compare(plain, sglang)["agree"] is True
 
 
+def test_probe_builds_the_model_config_as_the_server_does():
+    """The server builds ModelConfig with its --trust-remote-code (False by default); ModelConfig's own default is True,
+    under which a checkpoint's auto_map would import its configuration_*.py (Laguna: r34, r35) in the probe."""
+    fields = _class(_tree("arg_groups/fields/model.py"), "Model")   # the server args' model group
+    default = [n for n in fields.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "trust_remote_code"]
+    assert ast.literal_eval(default[0].value) is False
+    assert _line("configs/model_config.py", 957).strip() == "trust_remote_code=cfg.trust_remote_code,"
+    probe = ast.parse((ROOT / "plugins" / "module_utils" / "_kv_auto_probe.py").read_text(encoding="utf-8"))
+    calls = [n for n in ast.walk(probe) if isinstance(n, ast.Call) and ast.unparse(n.func) == "api['ModelConfig']"]
+    assert [ast.unparse(k) for c in calls for k in c.keywords if k.arg == "trust_remote_code"] == ["trust_remote_code=False"]
+
+
 # --- the rules table against SGLang's source (ast) ------------------------------------------------
 
 
