@@ -98,6 +98,10 @@ def test_emulated_gpus_tell_apart_what_the_gpu_decides(emulated):
     assert emulated["9.0"]["s40-deepseek-v32-dsa-fp8-kv-by-gpu"]["kv_cache_dtype_auto"] == "bfloat16"
     assert emulated["10.0"]["s40-deepseek-v32-dsa-fp8-kv-by-gpu"]["kv_cache_dtype_auto"] == "fp8_e4m3"
     assert "Minimum capability: 100" in emulated["9.0"]["s31-flat-mxfp8-scheme-fp8"]["error"]
+    # the same rule on a real DeepSeek-V3.2-Exp config (Quark FP8): the GPU, not the checkpoint, decides its KV dtype
+    real_dsa = "r36-mc17-deepseek-v32-exp-quark-ptpc-fp8"
+    assert [emulated[c][real_dsa]["kv_cache_dtype_auto"] for c in GPUS] == ["bfloat16", "fp8_e4m3", "fp8_e4m3"]
+    assert emulated["9.0"][real_dsa]["config_class"] == "QuarkConfig"
 
 
 # A checkpoint file that is a FIFO, socket or device: SGLang would block opening it, so the probe refuses by name.
@@ -209,6 +213,7 @@ def test_shapes_cover_both_answers_and_refusals(sglang_answers):
     ("s05-flat-fp8-string-scheme-ignored", "bfloat16", "config.json:quantization_config"),
     ("s10-mixed-flat-nokv-falls-back-to-hf", "fp8_e4m3", "hf_quant_config.json"),
     ("s12-ct-static-tensor-fp8", "fp8_e4m3", "config.json:quantization_config"),
+    ("r34-mc15-laguna-xs2-ct-fp8-block-kv-fp8", "fp8_e4m3", "config.json:quantization_config"),
     ("s13-ct-dynamic", "bfloat16", "config.json:quantization_config"),
     ("s23-hf-kv-padded", "bfloat16", "hf_quant_config.json"),
     ("s26-config-nested-kv-inside-ignored", "bfloat16", "config.json:quantization_config"),
