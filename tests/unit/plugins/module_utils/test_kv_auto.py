@@ -102,6 +102,9 @@ def test_emulated_gpus_tell_apart_what_the_gpu_decides(emulated):
     real_dsa = "r36-mc17-deepseek-v32-exp-quark-ptpc-fp8"
     assert [emulated[c][real_dsa]["kv_cache_dtype_auto"] for c in GPUS] == ["bfloat16", "fp8_e4m3", "fp8_e4m3"]
     assert emulated["9.0"][real_dsa]["config_class"] == "QuarkConfig"
+    # NVIDIA's NVFP4 DeepSeek-V3.2 asks for FP8 KV in hf_quant_config.json: an H200 still gets bf16
+    nvfp4_dsa = emulated["9.0"]["r37-mc18-deepseek-v32-nvfp4-kv-fp8-by-gpu"]
+    assert (nvfp4_dsa["kv_cache_quant_algo"], nvfp4_dsa["kv_cache_dtype_auto"]) == ("FP8", "bfloat16")
 
 
 # A checkpoint file that is a FIFO, socket or device: SGLang would block opening it, so the probe refuses by name.
