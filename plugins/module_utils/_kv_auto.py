@@ -50,12 +50,14 @@ SUPPORTED_METHODS = frozenset([
     "gptq_marlin", "moe_wna16", "compressed-tensors", "w4afp8", "petit_nvfp4", "quark", "quark_mxfp4",
     "auto-round", "auto-round-int8", "modelslim", "quark_int4fp8_moe", "humming", "mxfp_w4a8", "mxfp4",
 ])
-# The class each name builds (GPTQ and AWQ classes read no KV metadata); classes not listed here carry none either.
+# The class each name builds (the GPTQ, AWQ and Quark classes carry no kv_cache_quant_algo: QuarkConfig keeps its KV
+# scheme as kv_cache_config, which configure_kv_cache_dtype does not read); classes not listed here carry none either.
 CONFIG_CLASSES = {
     "modelopt": "ModelOptFp8Config", "modelopt_fp8": "ModelOptFp8Config", "modelopt_fp4": "ModelOptFp4Config",
     "modelopt_mixed": "ModelOptMixedPrecisionConfig", "fp8": "Fp8Config", "mxfp8": "Fp8Config",
     "compressed-tensors": "CompressedTensorsConfig", "w4afp8": "W4AFp8Config", "gptq_marlin": "GPTQMarlinConfig",
-    "awq_marlin": "AWQMarlinConfig", "awq": "AWQConfig", "mxfp4": "Mxfp4Config",
+    "awq_marlin": "AWQMarlinConfig", "awq": "AWQConfig", "mxfp4": "Mxfp4Config", "quark": "QuarkConfig",
+    "quark_mxfp4": "QuarkConfig",
 }
 MODELOPT_FILE_CLASSES = ("ModelOptFp8Config", "ModelOptFp4Config", "ModelOptMixedPrecisionConfig")
 NVFP4_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")
@@ -119,6 +121,8 @@ RULES = (
      "at": ("layers/quantization/awq/awq.py", 116)},
     {"id": "min-capability-Mxfp4Config", "kind": "min_capability", "config_class": "Mxfp4Config", "value": 80,
      "at": ("layers/quantization/mxfp4.py", 339)},
+    {"id": "min-capability-QuarkConfig", "kind": "min_capability", "config_class": "QuarkConfig", "value": 70,
+     "at": ("layers/quantization/quark/quark.py", 399)},
     {"id": "act-dtype-AWQConfig", "kind": "act_dtype", "config_class": "AWQConfig", "value": ("float16",),
      "at": ("layers/quantization/awq/awq.py", 106)},
 )
