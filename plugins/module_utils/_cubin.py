@@ -11,8 +11,8 @@ the size of its code, so a trap-only stub shows as a few hundred bytes.
 
 Kernel names are Itanium-mangled (``_ZN7fixture4gemm15fp4_gemm_kernelIN7cutlass12float_e2m1_tEEEvPKT_PKfPfi``) or
 plain (``extern "C"``). ``identifiers`` takes the source names (``<length><identifier>``) out of a mangled name in
-the order they appear, skipping the numbers that are not lengths (template literals ``Li128E``, substitutions
-``S0_``, template parameters ``T_``, vector and array sizes, discriminators); ``readable`` joins them with ``::``.
+the order they appear, skipping the numbers that are not lengths (template literals ``Li128E`` and enum values
+``LN3cub9AlgorithmE2E``, substitutions ``S0_``, template parameters ``T_``, vector and array sizes, discriminators); ``readable`` joins them with ``::``.
 That is not a demangler: a name repeated through a substitution appears once, where it first occurs.
 """
 
@@ -42,7 +42,10 @@ _NEXT = re.compile(
     r"|Ut[0-9]*_"                   # an unnamed type
     r"|_[0-9]_|__[0-9]+_|_[0-9]"    # a discriminator
     r"|[CD][0-9])"                  # a constructor or destructor
+    r"|(L)(?=[NS1-9])"              # a literal of a class type (an enum value): LN3cub9AlgorithmE2E
     r"|([1-9][0-9]*)")              # a length
+# The value that ends a literal of a class type, after the type's last name or substitution.
+_LITERAL_VALUE = re.compile(r"E?n?[0-9]+E")
 _IDENTIFIER = re.compile(r"_*[A-Za-z$][A-Za-z0-9_$.]*\Z")  # not all underscores (a lambda number E1_ is not a name)
 
 
@@ -93,18 +96,27 @@ def identifiers(name):
         return [name] if name else []
     found = []
     at, end = 2, len(name)
+    literal = False
     while True:
         token = _NEXT.search(name, at)
         if token is None:
             return found
         at = token.end()
-        if token.group(1) is None:
+        if token.group(1):
+            literal = True
             continue
-        size = int(token.group(1)) if len(token.group(1)) < 7 else end
-        word = name[at:at + size]
-        if at + size <= end and _IDENTIFIER.match(word):
+        if token.group(2):
+            size = int(token.group(2)) if len(token.group(2)) < 7 else end
+            word = name[at:at + size]
+            if at + size > end or not _IDENTIFIER.match(word):
+                continue
             found.append(word)
             at += size
+        elif not token.group().startswith("S"):
+            continue
+        value = _LITERAL_VALUE.match(name, at) if literal else None
+        if value:
+            at, literal = value.end(), False
 
 
 def readable(name):
