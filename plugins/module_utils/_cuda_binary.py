@@ -411,19 +411,24 @@ def find_zstd(environ=None):
     return path
 
 
-def unzstd(zstd, data, size):
-    """A zstd frame unpacked by the zstd program to exactly ``size`` bytes (the size its fatbin entry declares)."""
+def unzstd(zstd, data, size, what="a cubin"):
+    """zstd frames unpacked by the zstd program to exactly ``size`` bytes (what their fatbin entries declare)."""
     rc, out, err, timed_out, not_found = run_bounded([zstd, "-d", "-c", "-q"], ZSTD_TIMEOUT, dict(os.environ, LC_ALL="C"),
                                                      size + 65536, text=False, input=data)
     detail = err.decode("utf-8", "replace").strip()[:500]
     if not_found:
         raise CudaBinaryError("cannot run %s: %s; %s" % (zstd, detail, ZSTD_FIX))
-    if timed_out or rc != 0 or len(out) != size:
-        why = ("did not finish within %d s" % ZSTD_TIMEOUT if timed_out else "exited with %s" % rc if rc != 0
-               else "gave %d bytes where the fatbin entry declares %d" % (len(out), size))
-        raise CudaBinaryError("zstd could not unpack a cubin: it %s%s; the fatbin is corrupt, or set reader=cuobjdump"
-                              % (why, (" (%s)" % detail) if detail else ""))
-    return out
+    if timed_out:
+        why = "did not finish within %d s" % ZSTD_TIMEOUT
+    elif rc is None:
+        why = "printed more than the %d bytes declared and was stopped" % size
+    elif rc != 0:
+        why = "exited with %d (%s)" % (rc, detail or "no message")
+    elif len(out) != size:
+        why = "gave %d bytes where the fatbin entries declare %d" % (len(out), size)
+    else:
+        return out
+    raise CudaBinaryError("zstd could not unpack %s: it %s; the fatbin is corrupt, or set reader=cuobjdump" % (what, why))
 
 
 def _cubin_kernels(cubin, data):
@@ -443,11 +448,9 @@ def fatbin_kernels(path, cubins, wanted, zstd=None):
     def unpack_pending():
         if not pending:
             return
-        program = zstd or find_zstd()
-        try:
-            out = unzstd(program, b"".join(data for _at, _c, data, _size in pending), sum(size for _at, _c, _data, size in pending))
-        except CudaBinaryError as exc:
-            raise CudaBinaryError("%s, unpacking %d cubins from %s on" % (exc, len(pending), pending[0][1]["name"]))
+        what = "%s%s" % (pending[0][1]["name"], " and the %d zstd cubins after it" % (len(pending) - 1) if len(pending) > 1 else "")
+        out = unzstd(zstd or find_zstd(), b"".join(data for _at, _c, data, _size in pending), sum(size for _at, _c, _data, size in pending),
+                     what)
         at = 0
         for position, cubin, _data, size in pending:
             found.append((position, cubin, _cubin_kernels(cubin, out[at:at + size])))
