@@ -405,7 +405,7 @@ def main():
     try:
         result, failure = run_module(module.params, default_runner, module.tmpdir)
     except CudaBinaryError as exc:
-        module.fail_json(msg=str(exc), missing_archs=[], missing_kernels=[])
+        module.fail_json(msg=str(exc), missing_archs=[], kernel_matches=[], missing_kernels=[])
     if failure:
         module.fail_json(msg=failure, **result)
     module.exit_json(changed=False, **result)

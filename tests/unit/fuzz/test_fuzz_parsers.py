@@ -185,8 +185,8 @@ def _kernel_samples():
 
 KERNEL_CUBINS, LZ4_BLOCKS = _kernel_samples()
 KERNEL_NAMES = (FIXTURES / "fatbin" / "sgl_kernel_0.4.10_sm120a_kernels.txt").read_text().split()
-SYMBOL_DUMPS = [(FIXTURES / "fatbin" / name).read_text() for name in ("libkernel_names.dump-elf-symbols.out",
-                                                                          "libfatbin_mix.dump-elf-symbols.out")]
+SYMBOL_DUMPS = [(FIXTURES / "fatbin" / name).read_text()
+                for name in ("libkernel_names.dump-elf-symbols.out", "libfatbin_mix.dump-elf-symbols.out")]
 
 
 def _mutated_bytes(m, data, fields=4):
