@@ -573,8 +573,8 @@ def missing_kernels_message(result, rows, accept_family=False):
             searched = "searched %d kernels in %d cubins that meet %s" % (row["kernels_searched"], row["cubins_searched"], row["arch"])
         else:
             searched = "no cubin meets %s" % row["arch"]
-        if suffix == "a" and not accept_family:
-            searched += ", sm_%df family cubins not counted (accept_family=false)" % number
+        if suffix == "a" and not accept_family and "sm_%df" % number in result["elf_archs"]:
+            searched += "; sm_%df family cubins are not counted without accept_family=true" % number
         parts.append("no kernel matching %r has a cubin for %s (%s)" % (row["pattern"], row["arch"], searched))
     return ("%s: %s. Patterns are Python regexes searched in each kernel's mangled name and in its identifiers joined by "
             "'::' (kernel_matches shows what matched). Fix: install a build whose kernels for those archs include them "

@@ -66,7 +66,10 @@ def test_missing_kernels_fail_naming_the_pattern_the_arch_and_the_fix(library):
     assert "no kernel matching 'fp4|e2m1' has a cubin for sm_120f (searched 1 kernels in 1 cubins that meet sm_120f)" in message
     assert "rms_norm" not in message and "SGL_KERNEL_ENABLE_FP4=ON" in message and message.startswith(library)
     _result, rows, _missing = _scan(library, ["fp4"], ["sm_100a"])
-    assert "(no cubin meets sm_100a, sm_100f family cubins not counted" in cb.missing_kernels_message(result, list(rows.values()))
+    assert "has a cubin for sm_100a (no cubin meets sm_100a)." in cb.missing_kernels_message(result, list(rows.values()))
+    _result, rows, _missing = _scan(library, ["rms_norm"], ["sm_120a"])
+    assert ("no kernel matching 'rms_norm' has a cubin for sm_120a (searched 2 kernels in 2 cubins that meet sm_120a; sm_120f "
+            "family cubins are not counted without accept_family=true)") in cb.missing_kernels_message(result, list(rows.values()))
 
 
 def test_both_readers_find_the_same_kernels(library):
