@@ -23,6 +23,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench import _stats 
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan as cp
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
+from ansible_collections.llmops.sglang.plugins.module_utils import _cubin as cu
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
 from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
@@ -157,9 +158,97 @@ def test_fatbin_headers(request, tmp_path):
         found = clean(lambda: fb.read_entries(str(path)), fb.FatbinError)
         if found:
             assert len(found[1]) <= fb.MAX_ENTRIES
-            for entry in found[1]:
-                assert entry["offset"] + entry["size"] <= len(data)
+            with open(str(path), "rb") as handle:
+                for entry in found[1]:
+                    assert entry["offset"] + entry["size"] <= len(data)
+                    payload = clean(lambda: fb.read_payload(handle, entry["offset"]), fb.FatbinError)
+                    if payload:
+                        assert len(payload[1]) <= entry["size"] and payload[2] <= fb.MAX_CUBIN_BYTES
     fuzz(request, _mutated_library, check, 1500)
+
+
+# ---- kernel symbols, names and LZ4 blocks of a real library (tests/fixtures/fatbin/libkernel_names.so) -------------
+
+def _kernel_samples():
+    """The plain cubins and the LZ4 block of the fixture, as stored, and its cuobjdump symbol dump."""
+    library = str(FIXTURES / "fatbin" / "libkernel_names.so")
+    cubins, blocks = [], []
+    with open(library, "rb") as handle:
+        for entry in fb.read_entries(library)[1]:
+            method, data, size = fb.read_payload(handle, entry["offset"])
+            if entry["kind"] == "elf" and method is None:
+                cubins.append(data)
+            elif method == "lz4":
+                blocks.append((data, size))
+    return cubins, blocks
+
+
+KERNEL_CUBINS, LZ4_BLOCKS = _kernel_samples()
+KERNEL_NAMES = (FIXTURES / "fatbin" / "sgl_kernel_0.4.10_sm120a_kernels.txt").read_text().split()
+SYMBOL_DUMPS = [(FIXTURES / "fatbin" / name).read_text()
+                for name in ("libkernel_names.dump-elf-symbols.out", "libfatbin_mix.dump-elf-symbols.out")]
+
+
+def _mutated_bytes(m, data, fields=4):
+    data = bytearray(data)
+    for _i in range(m.r.randrange(1, fields + 1)):
+        at = m.r.randrange(len(data))
+        width = m.pick((1, 2, 4, 8))
+        value = m.pick((0, 1, 0x10, 0xFF, 0xFFFF, 2 ** 31, 2 ** 32 - 1, 2 ** 64 - 1, m.r.randrange(2 ** 64)))
+        data[at:at + width] = (value % (1 << (8 * width))).to_bytes(width, "little")
+    if m.chance(5):
+        del data[m.r.randrange(len(data)):]
+    return bytes(data)
+
+
+def test_cubin_symbols(request):
+    """The kernel reader on real cubins with a few bytes overwritten (ELF header, section and symbol tables, names):
+    kernels or CubinError; every kernel name an identifier list made of its own substrings."""
+    def check(data):
+        found = clean(lambda: cu.kernels(data), cu.CubinError)
+        for name, size in found or []:
+            assert isinstance(name, str) and 0 <= size < 2 ** 64
+            assert all(word in name for word in cu.identifiers(name))
+    fuzz(request, lambda m: _mutated_bytes(m, m.pick(KERNEL_CUBINS)), check, 1500)
+
+
+def _mangled(m):
+    name = m.pick(KERNEL_NAMES)
+    if m.chance(3):
+        return "_Z" + m.junk()
+    chars = list(name)
+    for _i in range(m.r.randrange(1, 5)):
+        at = m.r.randrange(len(chars))
+        chars[at:at + m.r.randrange(3)] = m.pick(("9", "99999999", "L", "E", "S_", "_", "Li1E", "N", m.junk()))
+    return "".join(chars)
+
+
+def test_kernel_identifiers(request):
+    """identifiers/readable on real mangled names with edits and on junk: substrings of the name, never an error."""
+    def check(name):
+        words = cu.identifiers(name)
+        assert all(word and word in name for word in words)
+        assert cu.readable(name) == "::".join(words)
+    fuzz(request, _mangled, check, 3000)
+
+
+def test_lz4_blocks(request):
+    """The LZ4 reader on the fixture's real block with bytes overwritten and sizes that lie: exactly the declared size
+    or FatbinError, never more."""
+    def check(case):
+        data, size = case
+        out = clean(lambda: fb.lz4_block(data, size), fb.FatbinError)
+        assert out is None or len(out) == size
+    fuzz(request, lambda m: (_mutated_bytes(m, m.pick(LZ4_BLOCKS)[0]) if m.r.randrange(4) else m.pick(LZ4_BLOCKS)[0],
+                             m.pick((m.pick(LZ4_BLOCKS)[1], m.r.randrange(0, 20000), 0))), check, 1500)
+
+
+def test_elf_symbol_dumps(request):
+    """parse_elf_symbols on cuobjdump --dump-elf-symbols outputs with line edits: a list of (arch, names)."""
+    def check(text):
+        for arch, names in cb.parse_elf_symbols(text):
+            assert isinstance(arch, str) and all(isinstance(n, str) and n for n in names)
+    fuzz(request, lambda m: m.text(SYMBOL_DUMPS), check, 2000)
 
 
 # ---- KV budget, canary, benchmark ------------------------------------------------------------------
