@@ -51,10 +51,10 @@ import shlex
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     KV_FLAG,
     flag_value,
-    int_or_none,
     kv_release,
     kv_summary,
     launch_kv_flag,
@@ -153,15 +153,9 @@ def classify_dtype(name):
     return "unknown"
 
 
-def _int(value):
-    """An integer from a number or a string of digits (a systemd property); None otherwise."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return int_or_none(value)
-
-
 def _positive(value):
-    value = _int(value)
+    """A positive integer from a number or a string of digits (a systemd property); None otherwise."""
+    value = whole_number(value, digits=True)
     return value if value is not None and value > 0 else None
 
 
@@ -756,10 +750,10 @@ def evaluate(inputs):
                          "calibrated k/v scales) is acceptable here")
     min_signals = inputs.get("min_signals", DEFAULT_MIN_SIGNALS)
     min_signals = DEFAULT_MIN_SIGNALS if min_signals is None else min_signals
-    if _int(min_signals) is None or isinstance(min_signals, str) or not 1 <= _int(min_signals) <= max_countable(expected_cls):
+    if whole_number(min_signals) is None or not 1 <= whole_number(min_signals) <= max_countable(expected_cls):
         raise GuardError("min_signals must be an integer from 1 to %d (the independent signals that can say %s), "
                          "got %r" % (max_countable(expected_cls), expected_cls, min_signals))
-    min_signals = _int(min_signals)
+    min_signals = whole_number(min_signals)
 
     facts = _dict(inputs.get("log_facts"))
     ckpt = _dict(inputs.get("checkpoint"))

@@ -16,6 +16,7 @@ import re
 import shutil
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none
 from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
 QUERY_FIELDS = (
@@ -139,12 +140,8 @@ def _int_mib(value):
 def _enabled(value):
     if value is None:
         return None
-    low = value.lower()
-    if low in ("enabled", "on", "yes"):
-        return True
-    if low in ("disabled", "off", "no"):
-        return False
-    return None
+    # nvidia-smi's own words, else a boolean word (On/Off, Yes/No)
+    return {"enabled": True, "disabled": False}.get(value.strip().lower(), boolean_or_none(value))
 
 
 def compute_cap_int(value):

@@ -31,6 +31,7 @@ import os
 import re
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, UrlError, parse_base_url, request
 from ansible_collections.llmops.sglang.plugins.module_utils._journal import (
     JournalError, JournalReader, pid1_messages, pid1_text, unit_output)
@@ -112,20 +113,13 @@ def parse_timespan(text):
     return total if matched else None
 
 
-def _int(value, default=0):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
 def show_unit(run, systemctl, unit, properties=SHOW_PROPERTIES):
     """The unit's state, numbers as ints; a unit systemd does not know comes back with its LoadState."""
     state = show(unit, properties, systemctl, run=run, missing_ok=True)
-    state["NRestarts"] = _int(state.get("NRestarts"))
-    state["MainPID"] = _int(state.get("MainPID"))
-    state["ExecMainStatus"] = _int(state.get("ExecMainStatus"))
-    state["ExecMainStartTimestampMonotonic"] = _int(state.get("ExecMainStartTimestampMonotonic"))
+    state["NRestarts"] = to_int(state.get("NRestarts"), 0)
+    state["MainPID"] = to_int(state.get("MainPID"), 0)
+    state["ExecMainStatus"] = to_int(state.get("ExecMainStatus"), 0)
+    state["ExecMainStartTimestampMonotonic"] = to_int(state.get("ExecMainStartTimestampMonotonic"), 0)
     return state
 
 

@@ -19,6 +19,7 @@ import re
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
 from ansible_collections.llmops.sglang.plugins.module_utils._http import (
     DEFAULT_TIMEOUT, MAX_SECONDS, SNIPPET_CHARS, FetchError, OptionError, UrlError, check_api_key, parse_base_url, request, snippet)
 
@@ -111,16 +112,6 @@ def clean(value, secret=None, depth=0):
     if isinstance(value, str):
         return _redact.redact_text(value, [secret] if secret else ())
     return value
-
-
-def int_or_none(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _str_or_none(value):
@@ -239,8 +230,8 @@ def kv_summary(info, dump_format=None):
             out["flag_from"] = "/server_info launch_command: %s" % (form or "no " + KV_FLAG)
         out["server_kv"] = [out["top_level"]] if out["top_level"] is not None else []
         out["server_kv_from"] = "/server_info kv_cache_dtype (after SGLang's argument resolution)"
-    out["max_total_num_tokens"] = int_or_none(info.get("max_total_num_tokens"))
-    out["tp_size"] = int_or_none(info.get("tp_size"))
+    out["max_total_num_tokens"] = whole_number(info.get("max_total_num_tokens"))
+    out["tp_size"] = whole_number(info.get("tp_size"))
     out["model_path"] = _str_or_none(info.get("model_path"))
     out["status"] = _str_or_none(info.get("status"))
     return out

@@ -20,11 +20,11 @@ from __future__ import annotations
 import os.path
 import re
 
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import WILDCARDS, OptionError, check_api_key, is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_name
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int, to_float as _float, truthy as _bool
 
 P = "sglang_server_"
 LAUNCHER = "/usr/local/lib/llmops-sglang/launch_sglang.py"
@@ -67,28 +67,6 @@ _VERIFY = ("/bin/sh -c 'd=$(mktemp -d) && cp \"$1\" \"$d/{0}\" && out=$(systemd-
 
 class PlanError(ValueError):
     """Settings missing from the call (a wiring mistake, not a user's)."""
-
-
-def _int(value):
-    """Ansible's int filter: int, else int(float), else 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
-def _float(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _bool(value):
-    return boolean(value, strict=False)
 
 
 def _text(value):
