@@ -68,15 +68,16 @@ def to_float(value, default=0.0):
         return default
 
 
-def whole_number(value, digits=False):
+def whole_number(value, digits=False, minimum=None):
     """An int for an int or a float with no fraction (JSON's 8.0), never for a bool; with ``digits`` also for a string of
-    digits (a systemd property); None otherwise."""
+    digits (a systemd property); None otherwise, and below ``minimum``."""
+    number = None
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if digits and isinstance(value, str) and value.strip().isdecimal():
-        return int(value.strip())
-    return None
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif digits and isinstance(value, str) and value.strip().isdecimal():
+        number = int(value.strip())
+    return None if number is None or (minimum is not None and number < minimum) else number

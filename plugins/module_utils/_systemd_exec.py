@@ -197,6 +197,12 @@ def _exec_word(word):
     return "".join(out), variable
 
 
+def split_words(text):
+    """The words of a command line given as one string, by ExecStart='s word rules (quotes, C escapes) without its
+    specifier and environment passes: ExecSyntaxError when a quote is left open."""
+    return [word for word, _raw in _words(text)]
+
+
 def parse_value(value, unit=None):
     """The commands of one ExecStart= value (joined lines), each {prefixes, path, argv, shown, variables}.
 

@@ -304,9 +304,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
     checkpoint_to_inspect,
     evaluate,
     redact_argv,
-    select_launch_command,
     served_model,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import select_launch_command
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SHOW_TIMEOUT, SystemdError, run, show
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import (

@@ -71,3 +71,8 @@ def test_to_float(value, expected):
 def test_whole_number(value, expected, with_digits):
     assert c.whole_number(value) == expected
     assert c.whole_number(value, digits=True) == with_digits
+
+
+@pytest.mark.parametrize("value,expected", [(1, 1), (8.0, 8), ("8", 8), (0, None), ("0", None), (-1, None), (True, None)])
+def test_whole_number_with_a_minimum(value, expected):
+    assert c.whole_number(value, digits=True, minimum=1) == expected
