@@ -69,7 +69,8 @@ options:
     description:
       - The SGLang launch command as a list of words (for example the unit's rendered C(ExecStart)).
       - Each element is one word, spaces included. Only a whole command line given as the only element, or as the
-        script of a shell's C(-c) (C(sh -c '...')), is split into words as that shell would.
+        script of a shell's C(-c) (C(sh -c '...')), is split into words, by the quoting rules of C(ExecStart=)
+        (quotes and backslash escapes, as O(unit) is read; a quote left open splits at whitespace).
       - Mutually exclusive with O(unit).
     type: list
     elements: str
