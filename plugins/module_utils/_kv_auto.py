@@ -75,6 +75,7 @@ DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "floa
 #   convert         override_quantization_method: the method becomes `value` on a GPU of min_capability or newer
 #   min_capability  the loader refuses the config class below this capability (`mxfp8`: Fp8Config as MXFP8)
 #   act_dtype       the loader refuses a model dtype the class cannot run
+#   when            (kv rows) the condition, in words, for kv_cache_guard's messages
 DSA_ARCHS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
              "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
              "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM")
@@ -90,13 +91,16 @@ RULES = (
      "value": "bfloat16", "at": ("arg_groups/model_overrides/gpt_oss.py", 63)},
     {"id": "muse-spark-fp8-kv", "kind": "kv", "architectures": ("MuseSparkForConditionalGeneration",), "value": "fp8_e4m3",
      "at": ("arg_groups/overrides.py", 320)},
+    # on NVIDIA GPUs; SGLang uses bfloat16 on NPUs
     {"id": "deepseek-v4-fp8-kv", "kind": "kv", "architectures": ("DeepseekV4ForCausalLM",), "value": "fp8_e4m3",
      "at": ("arg_groups/overrides.py", 903)},
     {"id": "deepseek-dsa-kv", "kind": "kv", "architectures": DSA_ARCHS, "needs": "index_topk", "unless": "learnable_sink",
-     "min_capability": 100, "value": "fp8_e4m3", "below": "bfloat16", "at": ("arg_groups/overrides.py", 534)},
+     "min_capability": 100, "value": "fp8_e4m3", "below": "bfloat16", "at": ("arg_groups/overrides.py", 534),
+     "when": "for a DeepSeek sparse-attention (DSA) checkpoint on an SM100 or newer GPU"},
     {"id": "minimax-m3-nvfp4-fp8-kv", "kind": "kv", "architectures": ("MiniMaxM3SparseForCausalLM",
                                                                       "MiniMaxM3SparseForConditionalGeneration"),
-     "modelled": False, "value": "fp8_e4m3", "at": ("arg_groups/model_overrides/minimax_m3.py", 117)},
+     "modelled": False, "value": "fp8_e4m3", "at": ("arg_groups/model_overrides/minimax_m3.py", 117),
+     "when": "for its NVFP4 (minimax_m3_nvfp4) checkpoints"},
     {"id": "gptq-marlin", "kind": "convert", "method": "gptq", "value": "gptq_marlin", "min_capability": 80,
      "at": ("layers/quantization/gptq/gptq.py", 429)},
     {"id": "awq-marlin", "kind": "convert", "method": "awq", "value": "awq_marlin", "min_capability": 80,

@@ -33,14 +33,17 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _journal as j
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
+from ansible_collections.llmops.sglang.plugins.module_utils import _launch_args as la
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd_exec as se
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as rd
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact as rdc
+from ansible_collections.llmops.sglang.plugins.module_utils import _service_stop as stop
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _report_text as rt
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _router_plan as rplan
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _sglang_runtime_plan as runtime
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
+from ansible_collections.llmops.sglang.plugins.module_utils import _prometheus as prom
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit as sl
@@ -375,7 +378,7 @@ def test_router_workers(request):
             rw.matching(workers, url)
         _http.worker_url(bind, port, "10.0.0.11")
         worker_url_filter.FilterModule().filters()["worker_url"](bind, port, "gpu-01")
-        rw.in_flight(si.parse_prometheus(metrics)["metrics"])
+        rw.in_flight(prom.parse_prometheus(metrics)["metrics"])
     fuzz(request, lambda m: (m.json(ROUTER), m.pick(("http://127.0.0.1:30000", "http://[fd00::11]:30000", "HTTP://LOCALHOST:1/",
                                                      m.junk(), "http://%s:%s" % (m.junk(), m.scalar()))),
                              m.pick((None, "::", "0.0.0.0", "fd00::1", m.junk())), m.pick((30000, m.number(), m.junk())),
@@ -493,8 +496,8 @@ def test_server_info_answers(request):
         data = clean(lambda: si.parse_json_object(body, "http://h:1/server_info", "sk-x"), si.FetchError)
         if data is not None:
             si.kv_summary(si.clean(data, "sk-x"))
-        si.parse_prometheus(metrics)
-        clean(lambda: si.parse_sample(line), ValueError)
+        prom.parse_prometheus(metrics)
+        clean(lambda: prom.parse_sample(line), ValueError)
         clean(lambda: si.normalize_url(line), si.ServerInfoError)
     fuzz(request, lambda m: (m.pick((lambda: m.data(SERVER_ANSWERS, 400), lambda: json.dumps(m.json(SERVER_INFO or [{}])).encode(),
                                      m.deep_json))(), m.text(METRICS), m.text(METRICS, 1)), check, 2000)
@@ -552,10 +555,10 @@ def test_readiness_parsers(request):
         text, argv, data = case
         clean(lambda: rd.check_unit_name(text), rd.UnitError)
         rd.mask_text(text)
-        rd.mask_argv(argv)
+        rdc.redact_argv(argv)
         rd.clean_line(text)
         systemd.parse_show(text)
-        rd.parse_timespan(text)
+        stop.parse_timespan(text)
     fuzz(request, lambda m: (m.text(SHOW + LOGS, 40), [m.pick(("--api-key", "--hf-token=x", "--api-k", "sk-1", m.junk()))
                                                        for _i in range(m.r.randrange(6))], m.data(LOGS, 20)), check, 3000)
 
@@ -667,12 +670,12 @@ def test_kv_guard(request):
     def check(case):
         words, text, inputs = case
         kg.classify_dtype(text)
-        kg.parse_launch_argv(words)
+        la.parse_launch_argv(words)
         kg.redact_argv(words, "sk-fuzz-1")
         kg.served_model(words, inputs.get("server_info"))
         se.shown_commands(text)
         commands = clean(lambda: se.unit_commands("[Service]\nExecStart=" + text, "sglang.service"), se.ExecSyntaxError)
-        kg.select_launch_command([c["argv"] for c in commands or []])
+        la.select_launch_command([c["argv"] for c in commands or []])
         line = clean(lambda: se.command_line(words, breaks={2}), se.ExecSyntaxError) if words else None
         if line is not None:
             assert [c["argv"] for c in se.unit_commands("[Service]\nExecStart=" + line)] == [[str(w) for w in words]]

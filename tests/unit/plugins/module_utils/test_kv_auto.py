@@ -447,13 +447,12 @@ def test_architecture_rows_are_sglangs_own(rule):
         assert "quant_method') == %r" % rule["quant_method"] in func
 
 
-def test_the_guard_knows_every_architecture_rule():
-    """Every architecture this table lets force FP8 on auto is in _kv_guard's FP8_RULES (whose DSA row names the whole
-    DeepSeek family: Kimi K2.5 is in it but has no DSA indexer, so SGLang's pass leaves it alone)."""
-    from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard
-    guard = set(n for r in _kv_guard.FP8_RULES if r["kind"] == "architecture" for n in r["names"])
-    table = set(n for r in ka.RULES if r["kind"] == "kv" for n in r["architectures"])
-    assert table <= guard and guard - table == {"KimiK25ForConditionalGeneration"}
+@pytest.mark.parametrize("rule", [r for r in ka.RULES if r["kind"] == "kv"], ids=lambda r: r["id"])
+def test_a_conditional_kv_row_says_its_condition(rule):
+    """kv_cache_guard takes its FP8 architecture rules from these rows, and treats a row without ``when`` as one that
+    decides on auto alone: a row with a GPU or config condition, or one not modelled, must say it in words."""
+    conditional = rule.get("min_capability") is not None or rule.get("needs") or rule.get("modelled") is False
+    assert bool(rule.get("when")) == bool(conditional)
 
 
 # --- the GPU option ---------------------------------------------------------------------------------
