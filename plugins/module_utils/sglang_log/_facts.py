@@ -375,8 +375,7 @@ class TracebackTracker(object):
             else:
                 text = rec.text
                 if not text.strip() or text[0] in " \t":
-                    if text.strip():
-                        tb["last_frame"] = text.strip()
+                    self.on_frame(text)
                     return None  # frame, source or caret line
                 if TRACEBACK_HEADER in text:
                     self.close(None)
@@ -407,6 +406,14 @@ class TracebackTracker(object):
         if fatal is not None:
             self.facts.set_fatal(fatal[0], rec.level + fatal[1], loc, rec.rank, None)
         return rec.rank, True
+
+    def in_traceback(self):
+        return self._tb is not None
+
+    def on_frame(self, text):
+        """A frame, source or caret line of the open traceback (indented or blank, no prefix)."""
+        if text.strip():
+            self._tb["last_frame"] = text.strip()
 
     def _marker(self, lines):
         self.scanner.follow = lines
