@@ -99,6 +99,11 @@ def _search(regex):
     return search
 
 
+def _holds_rest(find, rest, start, end):
+    """Whether block[start:end] (find is the block's) holds all runs of one of rest (tuples of runs)."""
+    return any(all(find(r, start, end) >= 0 for r in runs) for runs in rest)
+
+
 def minimal_alternatives(alternatives):
     """Drop alternatives (lists of runs a line must all contain) implied by a kept single literal."""
     singles = []
@@ -115,8 +120,8 @@ def minimal_alternatives(alternatives):
 class LineScanner(object):
     """Splits fed bytes into lines and hands the interesting ones to ``on_line(raw bytes, loc)``.
 
-    ``alternatives`` lists what a line must hold to be interesting (each entry: runs of text, one of
-    which must be there); None parses every line. ``loc`` is the 1-based line number, or the input
+    ``alternatives`` lists what a line must hold to be interesting (each entry: runs of text, all of
+    which must be in the line's head); None parses every line. ``loc`` is the 1-based line number, or the input
     offset of the line when ``count_lines`` is false. The consumer sets ``sequential`` (parse every
     line while true, e.g. inside a traceback) and ``follow`` (parse this many next lines); ``on_line``
     returns False for a line that does not count towards ``follow``.
@@ -127,10 +132,19 @@ class LineScanner(object):
         self._max_line = max_line_bytes
         self._counting = count_lines
         self._scan_all = alternatives is None
-        # each entry: the runs (bytes) one of which a line must hold for this alternative to match
+        # each entry: the runs (bytes) a line must all hold for this alternative to match
         self.alternatives = [] if alternatives is None else [
             [r.encode("utf-8") for r in runs] for runs in minimal_alternatives(alternatives)]
         self._alt_bytes = [set(r[k:k + 1] for r in runs for k in range(len(r))) for runs in self.alternatives]
+        # a line must hold every run of an alternative: whichever run the plan searches, the others are checked in its
+        # line, so the lines handed on never depend on the plan (run -> the other runs, for each alternative holding it)
+        self._rest = {}
+        for runs in self.alternatives:
+            for r in runs:
+                self._rest.setdefault(r, []).append(tuple(o for o in runs if o != r))
+        for r, rest in self._rest.items():
+            if () in rest:
+                self._rest[r] = None    # the run alone is enough
         self._bytes = set().union(*self._alt_bytes) if self._alt_bytes else set()
         self._byte_of = dict((b[0], b) for b in self._bytes)
         self._rates = None          # (lines per MiB, occurrences per MiB) of each byte, as the last plan saw them
@@ -246,7 +260,7 @@ class LineScanner(object):
             cost += options[byte][0]
             for i in served:
                 lit = max((r for r in self.alternatives[probed[i]] if byte in r), key=len)
-                groups.setdefault(byte, []).append((lit, tuple(k for k in range(len(lit)) if lit[k:k + 1] == byte)))
+                groups.setdefault(byte, []).append((lit, self._rest[lit]))
         # literals of common bytes only: whole searches, each a literal, a 4-byte piece several share (each hit
         # probed) or a regular expression of a byte several share
         options = {}
@@ -291,7 +305,7 @@ class LineScanner(object):
         self._probes = 0
 
     def candidates(self, block, start, end):
-        """Offsets of line starts in [start, end) whose line head (max_line_bytes) holds a literal.
+        """Offsets of line starts in [start, end) whose line head (max_line_bytes) holds every run of an alternative.
 
         A hit of a rare byte is taken line by line: the line's head is searched once for each literal that byte
         serves, then the search goes on after the line, so a line full of the byte (a server_args dump, a
@@ -313,10 +327,10 @@ class LineScanner(object):
                     e = end
                 if s not in found:
                     head = min(e, s + cap)
-                    # most hits are the literal itself; else the whole head is searched, once
-                    if any(startswith(lit, pos - k, head) for lit, offsets in entries for k in offsets if pos - k >= s) or any(
-                            find(lit, s, head) >= 0 for lit, dummy in entries):
-                        found.add(s)
+                    for lit, rest in entries:
+                        if find(lit, s, head) >= 0 and (rest is None or _holds_rest(find, rest, s, head)):
+                            found.add(s)
+                            break
                 pos = find(needle, e, end)
         for dummy, search, entries in self.searches:
             pos = search(block, start, end)
@@ -326,11 +340,16 @@ class LineScanner(object):
                 if s < start:
                     s = start
                 for lit, k in entries:
-                    if pos - k >= start and startswith(lit, pos - k, end) and pos - k + len(lit) - s <= cap:
-                        found.add(s)
+                    at = pos - k
+                    if at >= start and startswith(lit, at, end) and at + len(lit) - s <= cap:
                         e = find(b"\n", pos, end)
-                        pos = end if e < 0 else e
-                        break
+                        if e < 0:
+                            e = end
+                        rest = self._rest[lit]
+                        if rest is None or s in found or _holds_rest(find, rest, s, min(e, s + cap)):
+                            found.add(s)
+                            pos = e
+                            break
                 pos = search(block, pos + 1, end)
         self._probes += probes
         # a colour code may split a literal: check such lines again without the codes
@@ -344,7 +363,7 @@ class LineScanner(object):
                 e = end
             if s not in found and pos - s < cap:
                 clean = _ANSI_BYTES_RE.sub(b"", block[s:min(e, s + cap)])
-                if any(r in clean for runs in self.alternatives for r in runs):
+                if any(all(r in clean for r in runs) for runs in self.alternatives):
                     found.add(s)
             pos = find(b"\x1b", e, end)
         return sorted(found)
