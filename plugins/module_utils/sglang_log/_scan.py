@@ -148,7 +148,8 @@ class LineScanner(object):
         self._bytes = set().union(*self._alt_bytes) if self._alt_bytes else set()
         self._byte_of = dict((b[0], b) for b in self._bytes)
         self._rates = None          # (lines per MiB, occurrences per MiB) of each byte, as the last plan saw them
-        self.groups = None          # byte -> [(literal, offsets of the byte in it)] searched for in each line holding the byte
+        # byte -> [(literal, None or the other runs its alternative needs)], searched for in each line holding the byte
+        self.groups = None
         # whole searches: (needle, or the byte of a regex; search(block, pos, end) -> offset or -1;
         # [(literal, offset of the hit in it)])
         self.searches = []
@@ -248,7 +249,7 @@ class LineScanner(object):
         probed, common = [], []
         for n, alt_bytes in enumerate(self._alt_bytes):
             (probed if any(line_rates[b] <= PROBE_LIMIT_PER_MIB for b in alt_bytes) else common).append(n)
-        # a literal with a rare byte: probed around a rare byte it shares with as many others as pays
+        # a literal with a rare byte: searched for in the lines holding a rare byte it shares with as many others as pays
         options = {}
         for i, n in enumerate(probed):
             for byte in self._alt_bytes[n]:
