@@ -7,8 +7,9 @@
 The sglang-kernel wheels these releases pin (0.4.5, 0.4.10) carry no FP4 op at all: SGLang takes NVFP4 from
 FlashInfer (``fp4_quantize``, ``mm_fp4``, ``cutlass_fused_moe``, the trtllm-gen MoE), from cuDNN and the CUTLASS
 DSL through FlashInfer, and from its own JIT marlin kernels. Most of those are compiled on the serving host at
-first use, with nvcc. ``ROWS`` says, for each ``--fp4-gemm-backend`` and ``--moe-runner-backend`` choice (and for the
-activation quantization every FlashInfer path runs), who provides the SM120 kernels:
+first use, with nvcc. ``ROWS`` says, for each ``--fp4-gemm-backend`` and ``--moe-runner-backend`` choice (and, as
+the ``--quantization modelopt_fp4`` row, for the activation quantization of the W4A4 linear layers, which every
+GEMM choice but marlin runs), who provides the SM120 kernels:
 
 - ``flashinfer-jit``: a FlashInfer JIT module (``modules``), built by nvcc from the wheel's own ``data/csrc``
   sources into FlashInfer's cache (``jit_cache_path``) unless a prebuilt one is found (``prebuilt_paths``);
@@ -294,7 +295,7 @@ def kernel_plan(release, capability, args, quant_algo=None):
     if nvfp4_checkpoint and quant not in (None, "modelopt") + NVFP4_QUANTIZATIONS:
         problems.append(_problem(QUANT_FLAG, quant, "the checkpoint is NVFP4 (quant_algo NVFP4) but %s %s names another method" % (QUANT_FLAG, quant),
                                  "drop %s (SGLang reads the checkpoint's quantization config) or set it to modelopt_fp4" % QUANT_FLAG))
-    used = [rows_for(release, QUANT_FLAG)["modelopt_fp4"]]
+    used = []
     for flag in (GEMM_FLAG, MOE_FLAG):
         table = rows_for(release, flag)
         choice = flags.get(flag) or "auto"
@@ -313,6 +314,9 @@ def kernel_plan(release, capability, args, quant_algo=None):
             problems.append(_problem(flag, choice, "%s %s has no SM 12.0 kernels in SGLang %s: %s (%s) comes from %s, which has none (%s)"
                                      % (flag, row["choice"], release, row["entry"], row["site"], row["provider"], row["basis"]),
                                      _alternatives(release, flag)))
+    if used and used[0]["flag"] == GEMM_FLAG and used[0]["provider"] != "sglang-jit":
+        # W4A4 linear layers quantize their activations with fp4_quantize; marlin (W4A16) does not
+        used.insert(0, rows_for(release, QUANT_FLAG)["modelopt_fp4"])
     plan["rows"] = used
     for row in used:
         plan["modules"] += [m for m in row["modules"] if m not in plan["modules"]]

@@ -120,8 +120,26 @@ def test_jit_cache_path_is_where_flashinfer_looks(version):
     assert fk.jit_cache_path(version, "120f", "m") == os.path.join("~", ".cache", "flashinfer", version, "120f", "cached_ops", "m", "m.so")
 
 
-def test_no_row_is_an_sgl_kernel_op():
-    """The point of the table: no SGLang release here takes an FP4 kernel from the sglang-kernel wheel."""
+@pytest.mark.parametrize("release", sorted(fk.RELEASES))
+def test_no_sgl_kernel_fp4_op_is_called(release):
+    """Why no row names the sglang-kernel wheel: neither release imports or calls an sgl_kernel op with fp4 in its
+    name. The one mention left is a fake registration for torch.compile (``register_fake_if_exists(
+    "sgl_kernel::scaled_fp4_quant")``), made only off SM120 and only if such an op exists."""
+    srt = _srt(release)
+    uses, fakes = [], []
+    for path in sorted(srt.rglob("*.py")):
+        text = path.read_text(encoding="utf-8-sig")
+        if "sgl_kernel" not in text or "fp4" not in text:
+            continue
+        for node in fp4_derive.ast.walk(fp4_derive.sglang_tree(srt, path.relative_to(srt).as_posix())):
+            if isinstance(node, fp4_derive.ast.ImportFrom) and (node.module or "").startswith("sgl_kernel"):
+                uses += [(path.name, node.lineno, a.name) for a in node.names if "fp4" in a.name]
+            elif isinstance(node, fp4_derive.ast.Attribute) and "fp4" in node.attr and "sgl_kernel" in fp4_derive.ast.unparse(node.value):
+                uses.append((path.name, node.lineno, node.attr))
+            elif isinstance(node, fp4_derive.ast.Constant) and isinstance(node.value, str) and node.value.startswith("sgl_kernel::") and "fp4" in node.value:
+                fakes.append((path.name, node.value))
+    assert uses == []
+    assert fakes == [("modelopt_quant.py", "sgl_kernel::scaled_fp4_quant")]
     assert {row["provider"] for row in fk.ROWS} - {None} <= set(fk.PROVIDERS) - {"sgl-kernel"}
 
 
@@ -209,3 +227,9 @@ def test_marlin_needs_12_9_for_an_arch_specific_target_on_0_5_16():
     assert fk.rows_for("0.5.16", fk.GEMM_FLAG)["marlin"]["needs"] == ("nvcc>=12.9",)
     assert fk.rows_for("0.5.23", fk.GEMM_FLAG)["marlin"]["needs"] == ("nvcc>=12.8",)
     assert fk.launch_problems("0.5.23", "12.0", args, NVFP4) == []
+
+
+def test_marlin_linear_layers_skip_the_activation_quantization_module():
+    plan = fk.kernel_plan("0.5.23", "12.0", ["--fp4-gemm-backend", "marlin"], NVFP4)
+    assert [(r["flag"], r["choice"]) for r in plan["rows"]] == [(fk.GEMM_FLAG, "marlin"), (fk.MOE_FLAG, "flashinfer_cutlass")]
+    assert plan["modules"] == ["fused_moe_120"]
