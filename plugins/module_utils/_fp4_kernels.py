@@ -230,8 +230,10 @@ def jit_cache_path(flashinfer_version, arch, module, base=None):
 
 
 def prebuilt_paths(site_packages, module):
-    """Where FlashInfer loads a module without building it: the flashinfer-python install's ``data/aot`` (or the
-    directory of a flashinfer-jit-cache package of the same version, which takes precedence when installed)."""
+    """Where FlashInfer loads a module without building it, in the flashinfer-python install: ``data/aot``. A
+    flashinfer-jit-cache package adds its own directory (0.6.14: instead of ``data/aot``, same version required;
+    0.7.2: after it, chosen by the GPU's arch); neither wheel ships ``data/aot``, and no flashinfer-jit-cache is on
+    the package index."""
     return (os.path.join(site_packages, "flashinfer", "data", "aot", module, module + ".so"),)
 
 
