@@ -107,12 +107,15 @@ FLASHINFER = {
         "wheel": "flashinfer_python-0.6.14-py3-none-any.whl", "sha256": "d124369346a3d48eac67e31c42f7a3c813bcc0abc10e2e36db413b7b3dfd97df",
         "sm120_targets": (("12.8", None), ("12.9", "sm_120f"), ("13.0", "sm_120f")),
         "modules": {
-            "fp4_gemm_cutlass_sm120": {"sources": ("fp4_gemm_cutlass_sm120.cu",), "templates": ("fp4_gemm_cutlass_sm120.jinja",),
-                                       "arch": "context", "generated": True, "generator": "flashinfer/jit/gemm/core.py:202", "nvcc": "12.9"},
-            "fused_moe_120": {"sources": _FUSED_MOE_SOURCES, "templates": (), "arch": "context", "generated": True,
-                               "generator": "flashinfer/jit/fused_moe.py:58", "nvcc": "12.9"},
-            "fp4_quantization_120f": {"sources": _FP4_QUANTIZATION_SOURCES, "templates": (), "arch": "sm_120f", "generated": False,
-                                       "generator": "flashinfer/jit/fp4_quantization.py:84", "nvcc": "12.9"},
+            "fp4_gemm_cutlass_sm120": {
+                "sources": ("fp4_gemm_cutlass_sm120.cu",), "templates": ("fp4_gemm_cutlass_sm120.jinja",),
+                "arch": "context", "generated": True, "generator": "flashinfer/jit/gemm/core.py:202", "nvcc": "12.9"},
+            "fused_moe_120": {
+                "sources": _FUSED_MOE_SOURCES, "templates": (), "arch": "context", "generated": True,
+                "generator": "flashinfer/jit/fused_moe.py:58", "nvcc": "12.9"},
+            "fp4_quantization_120f": {
+                "sources": _FP4_QUANTIZATION_SOURCES, "templates": (), "arch": "sm_120f", "generated": False,
+                "generator": "flashinfer/jit/fp4_quantization.py:84", "nvcc": "12.9"},
         },
         "mm_fp4": {
             "cudnn": (True, "flashinfer/gemm/gemm_base.py:5396"),
@@ -128,12 +131,15 @@ FLASHINFER = {
         "wheel": "flashinfer_python-0.7.2-py3-none-any.whl", "sha256": "770550a0aa92b2f10e6c9a1f048dd43713f0f3bb6a12710186fcf8e4e9c99bd8",
         "sm120_targets": (("12.8", "sm_120a"), ("12.9", "sm_120f"), ("13.0", "sm_120f")),
         "modules": {
-            "fp4_gemm_cutlass_sm120": {"sources": ("fp4_gemm_cutlass_sm120.cu",), "templates": ("fp4_gemm_cutlass_sm120.jinja",),
-                                       "arch": "context", "generated": True, "generator": "flashinfer/jit/gemm/core.py:257", "nvcc": "12.8"},
-            "fused_moe_120": {"sources": _FUSED_MOE_SOURCES, "templates": (), "arch": "context", "generated": True,
-                               "generator": "flashinfer/jit/fused_moe.py:108", "nvcc": "12.8"},
-            "fp4_quantization_120f": {"sources": _FP4_QUANTIZATION_SOURCES, "templates": (), "arch": "sm_120f", "generated": False,
-                                       "generator": "flashinfer/jit/fp4_quantization.py:93", "nvcc": "12.9"},
+            "fp4_gemm_cutlass_sm120": {
+                "sources": ("fp4_gemm_cutlass_sm120.cu",), "templates": ("fp4_gemm_cutlass_sm120.jinja",),
+                "arch": "context", "generated": True, "generator": "flashinfer/jit/gemm/core.py:257", "nvcc": "12.8"},
+            "fused_moe_120": {
+                "sources": _FUSED_MOE_SOURCES, "templates": (), "arch": "context", "generated": True,
+                "generator": "flashinfer/jit/fused_moe.py:108", "nvcc": "12.8"},
+            "fp4_quantization_120f": {
+                "sources": _FP4_QUANTIZATION_SOURCES, "templates": (), "arch": "sm_120f", "generated": False,
+                "generator": "flashinfer/jit/fp4_quantization.py:93", "nvcc": "12.9"},
         },
         "mm_fp4": {
             "cudnn": (True, "flashinfer/gemm/gemm_base.py:7517"),
@@ -277,9 +283,10 @@ def kernel_plan(release, capability, args, quant_algo=None):
     """The rows an NVFP4 unit uses on this GPU and what is wrong with its choices.
 
     ``args`` are the unit's launch words, ``quant_algo`` the checkpoint's (``hf_quant_config.json``), ``capability``
-    the GPU's compute capability (``"12.0"``, ``12.0``, ``120`` or ``(12, 0)``). Returns ``rows`` (the resolved rows in use), ``modules`` (FlashInfer JIT modules
-    they load), ``needs`` (what the host must have) and ``problems`` (each with ``flag``, ``value``, ``problem`` and
-    ``fix``). Nothing is checked for a GPU other than SM 12.0 or a checkpoint and flags that are not NVFP4."""
+    the GPU's compute capability (``"12.0"``, ``12.0``, ``120`` or ``(12, 0)``). Returns ``rows`` (the resolved rows
+    in use), ``modules`` (FlashInfer JIT modules they load), ``needs`` (what the host must have) and ``problems``
+    (each with ``flag``, ``value``, ``problem`` and ``fix``). Nothing is checked for a GPU other than SM 12.0 or a
+    checkpoint and flags that are not NVFP4."""
     plan = {"release": release, "nvfp4": False, "rows": [], "modules": [], "needs": [], "problems": []}
     flags = launch_flags(args)
     quant = flags.get(QUANT_FLAG)

@@ -117,8 +117,7 @@ def flashinfer_sm120_targets(version):
     cls = find_def(flashinfer_tree(version, "flashinfer/compilation_context.py"), "CompilationContext", ast.ClassDef)
     out = []
     for cuda in CUDA_VERSIONS:
-        fn, _ = run_def(find_def(cls, "_normalize_cuda_arch"),
-                        {"is_cuda_version_at_least": lambda v, c=cuda: _version(c) >= _version(v)})
+        fn = run_def(find_def(cls, "_normalize_cuda_arch"), {"is_cuda_version_at_least": lambda v, c=cuda: _version(c) >= _version(v)})[0]
         try:
             major, minor = fn(*CAPABILITY)
             out.append((cuda, "sm_%d%s" % (major, minor)))
@@ -355,7 +354,7 @@ def gemm_auto(srt):
 def flashinfer_backend_names(srt):
     """{--fp4-gemm-backend choice: the backend string SGLang passes to FlashInfer}, from Fp4GemmRunnerBackend itself."""
     cls_node = find_def(sglang_tree(srt, "layers/quantization/fp4_utils.py"), "Fp4GemmRunnerBackend", ast.ClassDef)
-    cls, _ = run_def(cls_node, {"Enum": enum.Enum})
+    cls = run_def(cls_node, {"Enum": enum.Enum})[0]
     return {member.value: member.get_flashinfer_backend() for member in cls if member.is_flashinfer()}
 
 
@@ -404,8 +403,9 @@ def sglang_jit_targets(srt):
     node = find_def(_parse_path(str(path)), "_cuda_arch_suffix", ast.FunctionDef)
     out = []
     for cuda in CUDA_VERSIONS:
-        version = lambda c=cuda: _version(c)  # noqa: E731
-        fn, _ = run_def(node, {"get_cuda_version": version, "_jit_cuda_version": version})
+        def version(c=cuda):
+            return _version(c)
+        fn = run_def(node, {"get_cuda_version": version, "_jit_cuda_version": version})[0]
         out.append((cuda, "sm_120" + fn(*CAPABILITY)))
     return tuple(out), "sglang/%s:%d" % (path.relative_to(srt.parent.resolve()).as_posix(), node.lineno)
 
@@ -415,7 +415,7 @@ def moe_auto(srt):
     _moe_runner_backend_quant_constraints run on SM120 stubs."""
     rel = "arg_groups/overrides.py"
     node = find_def(sglang_tree(srt, rel), "_moe_runner_backend_quant_constraints", ast.FunctionDef)
-    fn, _ = run_def(node, sm120_env(envs=None))
+    fn = run_def(node, sm120_env(envs=None))[0]
     view = types.SimpleNamespace(moe_runner_backend="auto", quantization="modelopt_fp4", moe_a2a_backend="none")
     value = fn(view)["moe_runner_backend"]
     line = _line_of(node, lambda n: isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value == value
@@ -499,8 +499,8 @@ def flashinfer_facts(version, wheel, sha256, nvcc_first):
         nvcc = _first(targets) if spec["arch"] == "context" else nvcc_first[spec["arch"]]
         name = spec.pop("name")
         modules[name] = dict(spec, nvcc=nvcc)
-    caps, _ = mm_fp4_capabilities(version)
-    frontend, backend, _ = cudnn_fp4_minimums(version)
+    caps = mm_fp4_capabilities(version)[0]
+    frontend, backend = cudnn_fp4_minimums(version)[:2]
     moe_caps, moe_line = class_capabilities(version, "flashinfer/fused_moe/cute_dsl/fused_moe.py", "CuteDslMoEWrapper")
     return {"wheel": wheel, "sha256": sha256, "sm120_targets": targets, "modules": modules,
             "mm_fp4": {b: (120 in c, site) for b, (c, site) in caps.items() if c},
@@ -533,7 +533,7 @@ def release_rows(release, srt, fi_version, fi):
                      modules=(quant_module,), sm120=True, basis=modules[quant_module]["generator"],
                      needs=("nvcc>=%s" % modules[quant_module]["nvcc"],), site=site))
 
-    gemm_choices, _ = choices(srt, "FP4_GEMM_RUNNER_BACKEND_CHOICES")
+    gemm_choices = choices(srt, "FP4_GEMM_RUNNER_BACKEND_CHOICES")[0]
     names = flashinfer_backend_names(srt)
     call = mm_fp4_call(srt)
     for choice in gemm_choices:
@@ -556,7 +556,7 @@ def release_rows(release, srt, fi_version, fi):
         else:
             raise AssertionError("--fp4-gemm-backend %s: no rule to read it" % choice)
 
-    moe_choices, _ = choices(srt, "MOE_RUNNER_BACKEND_CHOICES")
+    moe_choices = choices(srt, "MOE_RUNNER_BACKEND_CHOICES")[0]
     asked, refused = nvfp4_moe_choices(srt, moe_choices)
     runners = moe_runners(srt)
     trtllm_word = sm100_only_word(srt)
@@ -569,7 +569,7 @@ def release_rows(release, srt, fi_version, fi):
         elif choice == "marlin":
             rel = runners[choice]
             (module, name, line), = imports_in(srt, rel, lambda m, n: n == "fused_marlin_moe")
-            (kmod, kname, _), = imports_in(srt, "layers/moe/fused_moe_triton/fused_marlin_moe.py", lambda m, n: "marlin" in n and "gemm" in n)
+            (kmod, kname, _line), = imports_in(srt, "layers/moe/fused_moe_triton/fused_marlin_moe.py", lambda m, n: "marlin" in n and "gemm" in n)
             rows.append(_row(release, MOE_FLAG, choice, provider="sglang-jit", entry="%s.%s" % (kmod, kname), sm120=True,
                              basis=jit_site, needs=("nvcc>=%s" % sglang_nvcc,), site="sglang/srt/%s:%d" % (rel, line)))
         elif choice in runners:
@@ -577,7 +577,7 @@ def release_rows(release, srt, fi_version, fi):
             found = imports_in(srt, rel, lambda m, n: m.startswith("flashinfer") and n in _MOE_ENTRIES)
             assert found, "%s: no FlashInfer FP4 MoE entry imported in %s" % (choice, rel)
             found.sort(key=lambda f: f[2])
-            entry = ", ".join("flashinfer.%s" % n for n in sorted({n for _, n, _ in found}))
+            entry = ", ".join("flashinfer.%s" % n for n in sorted({f[1] for f in found}))
             site = "sglang/srt/%s:%d" % (rel, found[0][2])
             name = found[0][1]
             assert flashinfer_defines(fi_version, _MOE_ENTRIES[name], name), name

@@ -89,8 +89,8 @@ def test_rows_are_rebuilt_from_the_sources(release):
 def test_every_tabled_choice_is_one_sglang_offers():
     for release in fk.RELEASES:
         srt = _srt(release)
-        gemm, _ = fp4_derive.choices(srt, "FP4_GEMM_RUNNER_BACKEND_CHOICES")
-        moe, _ = fp4_derive.choices(srt, "MOE_RUNNER_BACKEND_CHOICES")
+        gemm = fp4_derive.choices(srt, "FP4_GEMM_RUNNER_BACKEND_CHOICES")[0]
+        moe = fp4_derive.choices(srt, "MOE_RUNNER_BACKEND_CHOICES")[0]
         assert sorted(fk.rows_for(release, fk.GEMM_FLAG)) == sorted(gemm)
         assert set(fk.rows_for(release, fk.MOE_FLAG)) <= set(moe)
 
@@ -182,8 +182,8 @@ def test_cute_dsl_gemm_runs_on_sm120_from_0_5_23_only():
 
 
 def test_refused_unknown_and_mismatched_choices():
-    problems = fk.launch_problems("0.5.23", (12, 0), ["--moe-runner-backend", "cutlass", "--fp4-gemm-backend", "flashinfer_trtllm",
-                                                     "--quantization", "fp8"], NVFP4)
+    args = ["--moe-runner-backend", "cutlass", "--fp4-gemm-backend", "flashinfer_trtllm", "--quantization", "fp8"]
+    problems = fk.launch_problems("0.5.23", (12, 0), args, NVFP4)
     assert _flags_of(problems) == [(fk.QUANT_FLAG, "fp8"), (fk.GEMM_FLAG, "flashinfer_trtllm"), (fk.MOE_FLAG, "cutlass")]
     assert "refuses" in problems[2]["problem"] and "modelopt_quant.py:3145" in problems[2]["problem"]
     triton = fk.launch_problems("0.5.16", "12.0", ["--moe-runner-backend", "triton"], NVFP4)
