@@ -147,23 +147,32 @@ def mm_fp4_capabilities(version):
 
 
 def _branch_call(fn, env):
-    """The name of the function called in the first branch of fn's if/elif chain whose test holds in env."""
-    for node in ast.walk(fn):
-        if isinstance(node, ast.If) and eval(compile(ast.Expression(node.test), "<test>", "eval"), {}, env):
-            for sub in node.body:
-                for call in ast.walk(sub):
-                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith(("gen_", "get_")):
-                        return call.func.id
-    raise AssertionError("no branch of %s holds for %s" % (fn.name, env))
+    """The gen_/get_ function fn calls on the path its if/elif/else chains take with the values in env."""
+    def walk(body):
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                taken = eval(compile(ast.Expression(stmt.test), "<test>", "eval"), {}, env)
+                found = walk(stmt.body if taken else stmt.orelse)
+                if found:
+                    return found
+                continue
+            for call in ast.walk(stmt):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id.startswith(("gen_", "get_")):
+                    return call.func.id
+        return None
+    found = walk(fn.body)
+    assert found, "no call of %s is reached with %s" % (fn.name, env)
+    return found
 
 
-def _csrc_paths(fn):
-    """Files under FLASHINFER_CSRC_DIR a generator names, in order: (sources, templates)."""
+def _csrc_files(fn):
+    """Files under FLASHINFER_CSRC_DIR a generator names (``FLASHINFER_CSRC_DIR / "a/b.cu"`` or ``... / "a" / "b.cu"``),
+    in source order: (sources, templates)."""
     inner = {id(n.left) for n in ast.walk(fn) if isinstance(n, ast.BinOp)}
+    chains = sorted((n for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and id(n) not in inner),
+                    key=lambda n: (n.lineno, n.col_offset))
     sources, templates = [], []
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.BinOp) or id(node) in inner or not isinstance(node.op, ast.Div):
-            continue
+    for node in chains:
         parts, cur = [], node
         while isinstance(cur, ast.BinOp) and isinstance(cur.right, ast.Constant):
             parts.insert(0, cur.right.value)
@@ -177,30 +186,18 @@ def _csrc_paths(fn):
     return sources, templates
 
 
-def _sorted_paths(fn):
-    """_csrc_paths in source order (ast.walk is breadth first)."""
-    nodes = []
-    inner = {id(n.left) for n in ast.walk(fn) if isinstance(n, ast.BinOp)}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.BinOp) and id(node) not in inner:
-            nodes.append(node)
-    nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-    fake = ast.Module(body=[ast.Expr(value=n) for n in nodes], type_ignores=[])
-    return _csrc_paths(fake)
-
-
 def jit_module(version, rel, gen_name, **params):
     """A FlashInfer JIT generator, followed through delegation to gen_jit_spec: its module name, the csrc sources and
     templates it compiles, whether it targets SM12x through the compilation context (sm_120a/sm_120f by CUDA) or a
     fixed flag list, whether it generates more sources at build time, and the generator's file:line."""
     tree = flashinfer_tree(version, rel)
     fn = find_def(tree, gen_name, ast.FunctionDef)
-    site = "flashinfer/%s:%d" % (rel[len("flashinfer/"):], fn.lineno)
+    site = "%s:%d" % (rel, fn.lineno)
     sources, templates, arch, generated = [], [], None, False
     while True:
-        s, t = _sorted_paths(fn)
-        sources += s
-        templates += t
+        found, tmpl = _csrc_files(fn)
+        sources += found
+        templates += tmpl
         for call in ast.walk(fn):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "get_nvcc_flags_list":
                 majors = [k.value for k in call.keywords if k.arg == "supported_major_versions"]
@@ -232,10 +229,10 @@ def cutlass_fp4_gemm_generator(version):
     """mm_fp4(backend='cutlass') on SM 12.0: gemm_base's get_cutlass_fp4_gemm_module branch, then its gen_ function."""
     tree = flashinfer_tree(version, "flashinfer/gemm/gemm_base.py")
     getter = _branch_call(find_def(tree, "get_cutlass_fp4_gemm_module", ast.FunctionDef), {"sm_major": 12, "sm_minor": 0})
-    return _branch_call_any(find_def(tree, getter, ast.FunctionDef))
+    return _only_gen_call(find_def(tree, getter, ast.FunctionDef))
 
 
-def _branch_call_any(fn):
+def _only_gen_call(fn):
     calls = [c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id.startswith("gen_")]
     assert len(calls) == 1, (fn.name, calls)
     return calls[0]
