@@ -12,7 +12,8 @@ the ``--quantization modelopt_fp4`` row, for the activation quantization of the 
 GEMM choice but marlin runs), who provides the SM120 kernels:
 
 - ``flashinfer-jit``: a FlashInfer JIT module (``modules``), built by nvcc from the wheel's own ``data/csrc``
-  sources into FlashInfer's cache (``jit_cache_path``) unless a prebuilt one is found (``prebuilt_paths``);
+  sources into FlashInfer's cache (``jit_cache_path``) unless a prebuilt one is found (the install's ``data/aot``,
+  which neither wheel ships, or a flashinfer-jit-cache package, which the package index does not have);
 - ``flashinfer-cubin``: trtllm-gen cubins, from the ``flashinfer-cubin`` package or downloaded at first use;
 - ``cudnn``: cuDNN's FP4 GEMM through ``nvidia-cudnn-frontend``;
 - ``cutlass-dsl``: CuTe DSL kernels of ``nvidia-cutlass-dsl``, compiled in-process;
@@ -233,14 +234,6 @@ def jit_cache_path(flashinfer_version, arch, module, base=None):
     joined target list, ``120f`` or ``120a`` for one SM 12.0 GPU (flashinfer/jit/env.py, flashinfer/jit/core.py)."""
     base = base or "~"
     return os.path.join(base, ".cache", "flashinfer", flashinfer_version, arch, "cached_ops", module, module + ".so")
-
-
-def prebuilt_paths(site_packages, module):
-    """Where FlashInfer loads a module without building it, in the flashinfer-python install: ``data/aot``. A
-    flashinfer-jit-cache package adds its own directory (0.6.14: instead of ``data/aot``, same version required;
-    0.7.2: after it, chosen by the GPU's arch); neither wheel ships ``data/aot``, and no flashinfer-jit-cache is on
-    the package index."""
-    return (os.path.join(site_packages, "flashinfer", "data", "aot", module, module + ".so"),)
 
 
 def _version(text):
