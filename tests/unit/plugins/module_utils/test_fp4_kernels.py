@@ -233,3 +233,13 @@ def test_marlin_linear_layers_skip_the_activation_quantization_module():
     plan = fk.kernel_plan("0.5.23", "12.0", ["--fp4-gemm-backend", "marlin"], NVFP4)
     assert [(r["flag"], r["choice"]) for r in plan["rows"]] == [(fk.GEMM_FLAG, "marlin"), (fk.MOE_FLAG, "flashinfer_cutlass")]
     assert plan["modules"] == ["fused_moe_120"]
+
+
+def test_the_docs_show_every_row():
+    """docs/fp4_sm120.md lists the rows per release: each row's choice, provider and SGLang site must be there."""
+    doc = (fp4_derive.ROOT / "docs" / "fp4_sm120.md").read_text(encoding="utf-8")
+    for release in fk.RELEASES:
+        section = doc.split("### SGLang %s " % release, 1)[1].split("\n\n", 2)[1]
+        for row in (r for r in fk.ROWS if r["release"] == release):
+            line = next((ln for ln in section.splitlines() if ln.startswith("| `%s` | `%s` |" % (row["flag"], row["choice"]))), "")
+            assert "`%s`" % row["site"] in line and (row["becomes"] or row["provider"]) in line, (release, row["flag"], row["choice"])
