@@ -19,19 +19,19 @@ from ansible.errors import AnsibleFilterError
 
 
 def role_filter(name, plan_module):
-    """The filter function ``name``: ``settings | llmops.sglang.NAME(phase, *inputs)``."""
+    """The filter function ``name``: ``settings | llmops.sglang.NAME(phase, *inputs, **named_inputs)``."""
     phases, errors = plan_module.PHASES, plan_module.ERRORS
 
-    def run(settings, phase, *inputs):
+    def run(settings, phase, *inputs, **named):
         fn = phases.get(phase) if isinstance(phase, str) else None
         if fn is None:
             raise AnsibleFilterError("llmops.sglang.%s: unknown phase %r: use one of %s" % (name, phase, ", ".join(phases)))
         try:
-            inspect.signature(fn).bind(settings, *inputs)
+            inspect.signature(fn).bind(settings, *inputs, **named)
         except TypeError as exc:
             raise AnsibleFilterError("llmops.sglang.%s('%s'): %s: pass %s" % (name, phase, exc, inspect.signature(fn)))
         try:
-            return fn(settings, *inputs)
+            return fn(settings, *inputs, **named)
         except errors as exc:
             raise AnsibleFilterError("llmops.sglang.%s: %s" % (name, exc))
 

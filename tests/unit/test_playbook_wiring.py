@@ -112,12 +112,13 @@ def _runtime_tasks(name):
 def test_the_runtime_role_sets_owner_and_mode_only_on_directories_it_creates():
     """A checkpoint path that exists (/tmp, an operator's /models) keeps its owner and mode: every directory task is
     conditioned on the plan's decision, and the decision is fed the stat and the find of what is on the host."""
+    results = _load(RUNTIME_TASKS.parent / "vars" / "main.yml")["_sglang_runtime_result_names"]
     checkpoint = _runtime_tasks("checkpoint.yml")
     names = [t["name"] for t in checkpoint]
     stat = next(t for t in checkpoint if "ansible.builtin.stat" in t)
     assert stat["ansible.builtin.stat"]["path"] == "{{ sglang_runtime_checkpoint_path }}" and "when" not in stat
     decide = next(t for t in checkpoint if t["name"] == "Decide whether the checkpoint must be staged")
-    assert "dest=%s)" % stat["register"] in decide["ansible.builtin.set_fact"]["_sglang_runtime_checkpoint"]
+    assert stat["register"] in results and "'checkpoint', _sglang_runtime_results)" in decide["ansible.builtin.set_fact"]["_sglang_runtime_checkpoint"]
     assert names.index(stat["name"]) < names.index(decide["name"]) < names.index(
         "Copy the checkpoint from the controller or download it from the hub")
     for staging in ("checkpoint_controller.yml", "checkpoint_hf.yml"):
@@ -135,4 +136,5 @@ def test_the_runtime_role_sets_owner_and_mode_only_on_directories_it_creates():
     host_find = next(t for t in controller if t.get("register") == "_sglang_runtime_dest")
     assert host_find["ansible.builtin.find"]["file_type"] == "any"  # directories listed: runtime_copy leaves them out
     plan = next(t for t in controller if "_sglang_runtime_copy" in (t.get("ansible.builtin.set_fact") or {}))
-    assert "runtime_copy(_sglang_runtime_src, _sglang_runtime_dest," in plan["ansible.builtin.set_fact"]["_sglang_runtime_copy"]
+    assert host_find["register"] in results and "_sglang_runtime_src" in results
+    assert "sglang_runtime_plan('copy', _sglang_runtime_results)" in plan["ansible.builtin.set_fact"]["_sglang_runtime_copy"]
