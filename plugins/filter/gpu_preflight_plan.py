@@ -13,7 +13,7 @@ version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - Internal to the collection's C(gpu_preflight) role, not an API: its phases and results may change in any release.
+  - Internal to the collection's C(gpu_preflight) role, not an API - its phases and results may change in any release.
     The role hands over its settings by name (C(_gpu_preflight_setting_names) in its C(vars/main.yml)) and one phase's
     inputs; C(plugins/plugin_utils/_gpu_preflight_plan.py) decides.
   - Phase V(smoke_binary) (inputs the M(llmops.sglang.gpu_info) and M(llmops.sglang.cuda_toolkit_info) results and the

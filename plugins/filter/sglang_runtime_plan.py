@@ -13,7 +13,7 @@ version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - Internal to the collection's C(sglang_runtime) role, not an API: its phases and results may change in any release.
+  - Internal to the collection's C(sglang_runtime) role, not an API - its phases and results may change in any release.
     The role hands over its settings by name (C(_sglang_runtime_setting_names) in its C(vars/main.yml); the hub token is
     not among them) and one phase's inputs; C(plugins/plugin_utils/_sglang_runtime_plan.py) decides.
   - Phase V(pip) (inputs the role's M(llmops.sglang.host_state) result or nothing, the C(pip list) after the install) -
