@@ -209,7 +209,7 @@ def test_benchmark_report_keeps_its_structure_with_forged_server_and_model_text(
             "_benchmark_result": {"model": "qwen" + forged, "summary": "ok" + forged, "levels": [level],
                                   "error": {"kind": "http" + forged, "message": "server said" + forged},
                                   "caveats": ["slow" + forged], "gate": {"enabled": False, "reason": "no baseline"}},
-            "_benchmark_run": {"entry": entry, "history": [entry]}, "_benchmark_baseline": {"note": None},
+            "_benchmark_run": {"entry": entry, "history": [entry]}, "_benchmark_plan": {"baseline": {"note": None}},
             "_benchmark_canary": canary, "benchmark_canary": True, "benchmark_url": "http://10.0.0.11:30000",
             "benchmark_engine": "builtin", "benchmark_dataset": "random", "benchmark_input_tokens": 64,
             "benchmark_output_tokens": 32, "benchmark_summary": "ok" + forged, "benchmark_profile": "p",
