@@ -5,7 +5,7 @@
 # Private to this collection's roles and plugins: runs on the controller only, not an API; it may change in
 # any release without notice.
 """Every decision of the sgl_kernel role: arch resolution, cache key, build options, verification inputs, the
-stamp and what each installing host must do. Runs on the controller (filter ``llmops.sglang.sgl_kernel``).
+stamp and what each installing host must do. Runs on the controller (filter ``llmops.sglang.sgl_kernel_plan``).
 
 ``plan(values)`` reads the role's settings (SETTINGS, as defaults/main.yml names them), the run
 (``_sgl_kernel_run``: host, play_hosts, check_mode, tags, probe_source - the probe's source) and the results the
