@@ -16,7 +16,7 @@ description:
   - Internal to the collection's C(gpu_preflight) role, not an API - its phases and results may change in any release.
     The role hands over its settings by name (C(_gpu_preflight_setting_names) in its C(vars/main.yml)) and one phase's
     inputs; C(plugins/plugin_utils/_gpu_preflight_plan.py) decides.
-  - Phase V(smoke_binary) (inputs the M(llmops.sglang.gpu_info) and M(llmops.sglang.cuda_toolkit_info) results and the
+  - Phase V(smoke) (inputs the M(llmops.sglang.gpu_info) and M(llmops.sglang.cuda_toolkit_info) results and the
     smoke test's CUDA source) - where the CUDA smoke test is built, or null when it does not run (off, nvidia-smi failed,
     no nvcc); the name carries a hash of the source and the GPUs' compute capabilities.
   - Phase V(report) (inputs the same two results, the smoke run's result or null, the host's name) - every preflight
@@ -32,7 +32,7 @@ options:
     description: What to decide; the phase's inputs follow it.
     type: str
     required: true
-    choices: [smoke_binary, report]
+    choices: [smoke, report]
 """
 
 EXAMPLES = r"""
@@ -44,7 +44,7 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - Phase V(smoke_binary) - the binary's path, or null.
+    - Phase V(smoke) - the binary's path, or null.
     - Phase V(report) - C({result, stamp, stamp_dir, report, report_dir, stats, passed_message, failed_message});
       C(result) holds C(passed), C(failed), C(warnings), C(waived), C(checks), C(unused_waivers), C(expectations) and
       C(table).

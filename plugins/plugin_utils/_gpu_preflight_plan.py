@@ -98,5 +98,5 @@ def report(settings, gpu_info, toolkit, smoke=None, host=None):
 
 
 # The filter's phases: each takes the settings first, then the phase's inputs.
-PHASES = {"smoke_binary": smoke_binary, "report": report}
+PHASES = {"smoke": smoke_binary, "report": report}
 ERRORS = (PreflightError,)

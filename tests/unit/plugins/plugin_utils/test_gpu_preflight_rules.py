@@ -338,10 +338,10 @@ def test_filter_plugin(h200):
     assert plan(settings, "report", h200["gpu_info"], h200["cuda_toolkit_info"], None, "h")["result"]["expectations"]["gpu_count"] == 1
     with pytest.raises(AnsibleFilterError, match="llmops.sglang.gpu_preflight_plan: unknown waiver rule 'persistence'"):
         plan(dict(settings, gpu_preflight_waivers=[{"rule": "persistence", "reason": "x"}]), "report", h200["gpu_info"], None)
-    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of smoke_binary, report"):
+    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of smoke, report"):
         plan(settings, "rules", h200["gpu_info"])
-    with pytest.raises(AnsibleFilterError, match=r"gpu_preflight_plan\('smoke_binary'\): .*pass \(settings, gpu_info, toolkit, source\)"):
-        plan(settings, "smoke_binary", h200["gpu_info"])
+    with pytest.raises(AnsibleFilterError, match=r"gpu_preflight_plan\('smoke'\): .*pass \(settings, gpu_info, toolkit, source\)"):
+        plan(settings, "smoke", h200["gpu_info"])
 
 
 def test_free_memory_as_a_fraction_of_each_gpu(h200):
@@ -424,7 +424,7 @@ def test_role_report_when_nvidia_smi_failed():
 def test_smoke_binary_names_the_source_and_the_gpus(h200):
     source = (ROLE / "files" / "gpu_smoke.cu").read_text()
     on = dict(role_defaults(), gpu_preflight_smoke_test=True)
-    path = FilterModule().filters()["gpu_preflight_plan"](on, "smoke_binary", h200["gpu_info"], h200["cuda_toolkit_info"], source)
+    path = FilterModule().filters()["gpu_preflight_plan"](on, "smoke", h200["gpu_info"], h200["cuda_toolkit_info"], source)
     caps = ",".join(str(g["compute_capability"]) for g in h200["gpu_info"]["gpus"])
     # the name the role gave it before: (source ~ capabilities) | hash('sha1')
     assert path == "/var/cache/llmops-sglang/gpu-smoke/gpu_smoke-" + hashlib.sha1((source + caps).encode()).hexdigest()
@@ -434,4 +434,4 @@ def test_smoke_binary_names_the_source_and_the_gpus(h200):
     assert gpf.smoke_binary(on, dict(h200["gpu_info"], ok=False), h200["cuda_toolkit_info"], source) is None
     assert gpf.smoke_binary(on, h200["gpu_info"], dict(h200["cuda_toolkit_info"], installed=False), source) is None
     with pytest.raises(AnsibleFilterError, match="gpu_preflight_plan: settings must map"):
-        FilterModule().filters()["gpu_preflight_plan"](None, "smoke_binary", h200["gpu_info"], None, source)
+        FilterModule().filters()["gpu_preflight_plan"](None, "smoke", h200["gpu_info"], None, source)
