@@ -18,18 +18,20 @@ import textwrap
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import normalize_compute_cap
 
+# What a key left out expects. The arch and the toolkit are the role's settings alone (gpu_preflight_toolkit_archs,
+# gpu_preflight_cuda_toolkit_min, which playbooks/vars/server_wiring.yml hands to the kernel build): none here.
 DEFAULT_EXPECTATIONS = {
     "gpu_count": 8,
     "compute_capability": "12.0",
     "driver_min_branch": 580,
-    "cuda_toolkit_min": "12.8",
+    "cuda_toolkit_min": None,
     "kernel_module": "open",
     "mig_allowed": False,
     "persistence_mode": True,
     "min_free_mib": None,
     "min_free_fraction": None,
     "require_ecc": None,
-    "toolkit_archs": ["sm_120a"],
+    "toolkit_archs": [],
     "require_toolkit": True,
 }
 
@@ -289,7 +291,7 @@ def _check_cuda_toolkit(c, tk, exp):
     if minimum and (version_tuple(release) is None or version_tuple(release) < version_tuple(minimum)):
         c.add("cuda_toolkit", "fail", found="%s (%s)" % (release, tk.get("nvcc")), required=req,
               message="CUDA toolkit %s found, %s required" % (release, req),
-              fix="install CUDA toolkit %s (sm_120a needs 12.8 or newer) and put its nvcc first" % req)
+              fix="install CUDA toolkit %s and put its nvcc first" % req)
         return True
     c.add("cuda_toolkit", "pass", found="%s (%s)" % (release, tk.get("nvcc")), required=req)
     return True
@@ -314,7 +316,8 @@ def _check_toolkit_arch(c, tk, exp, toolkit_ok):
             if cls == "host_compiler":
                 fix = "install a host compiler nvcc supports (gcc/g++) and rerun"
             else:
-                fix = "install a CUDA toolkit that supports %s (12.8 or newer for sm_120a)" % arch
+                fix = "install a CUDA toolkit that supports %s%s" % (
+                    arch, " (%s or newer)" % exp["cuda_toolkit_min"] if exp["cuda_toolkit_min"] else "")
             bad.append((arch, "does not compile (%s)" % (cls or "error"), fix))
     if not bad:
         c.add("toolkit_arch", "pass", found="compiles: " + ", ".join(archs), required=", ".join(archs))

@@ -183,9 +183,9 @@ def toolkit_error(toolkit, s):
         return None
     failed = [a for a, r in sorted((toolkit.get("arch_tests") or {}).items()) if not (r or {}).get("compiles")]
     return ("sgl_kernel: %s/bin/nvcc %s; the build needs CUDA >= %s that compiles %s (%s failed). "
-            "Install CUDA 12.8 or newer (13.0 for torch cu130) and set sgl_kernel_cuda_home."
+            "Install CUDA %s or newer (13.0 for torch cu130) and set sgl_kernel_cuda_home."
             % (s["cuda_home"], "release %s" % release if toolkit.get("installed") else "is missing", minimum,
-               ", ".join(map(str, s["require_archs"])), ", ".join(failed) or "no compile result"))
+               ", ".join(map(str, s["require_archs"])), ", ".join(failed) or "no compile result", minimum))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,9 +317,10 @@ def dry_run_fixes(s, archs):
     where = ("sgl_kernel_arch_cmake_variable is %s, so CMake adds %s to every CUDA target unless the tree overrides it"
              % (s["arch_cmake_variable"], ";".join(archs)) if s["arch_cmake_variable"] else
              "sgl_kernel_arch_cmake_variable is empty, so only the tree's own -gencode list counts")
-    return {"arch": "set sgl_kernel_arch_cmake_variable: CMAKE_CUDA_ARCHITECTURES with sgl_kernel_cuda_archs: [120a], or the "
-                    "tree's option that adds sm_120a (SGL_KERNEL_ENABLE_SM100A in v0.5-era trees) in sgl_kernel_variant_defines (%s)"
-                    % where,
+    required = ", ".join(toolkit_archs(s["require_archs"]))
+    return {"arch": "set sgl_kernel_arch_cmake_variable: CMAKE_CUDA_ARCHITECTURES with sgl_kernel_cuda_archs: [%s], or the "
+                    "tree's option that adds %s (SGL_KERNEL_ENABLE_SM100A in v0.5-era trees for sm_120a) in "
+                    "sgl_kernel_variant_defines (%s)" % (", ".join(map(str, s["cuda_archs"])), required, where),
             "nvfp4": "set sgl_kernel_enable_fp4: true (SGL_KERNEL_ENABLE_FP4=ON); if CMake did not use that define, put the "
                      "tree's own FP4 option (see its CMakeLists.txt) in sgl_kernel_extra_cmake_defines"}
 

@@ -40,6 +40,13 @@ def h200(fixtures_dir):
 _FACTS = {}
 
 
+def target(**more):
+    """The gpu_preflight role's arch and toolkit (its defaults: the rules themselves expect neither), and more."""
+    defaults = yaml.safe_load((ROOT / "roles" / "gpu_preflight" / "defaults" / "main.yml").read_text())
+    return dict(cuda_toolkit_min=defaults["gpu_preflight_cuda_toolkit_min"], toolkit_archs=defaults["gpu_preflight_toolkit_archs"],
+                **more)
+
+
 def lab_facts(profile):
     """gpu_info's result for a lab profile: installed by install-profile into a scratch root file system and
     gathered through the simulated nvidia-smi, the way a lab host does it."""
@@ -148,7 +155,7 @@ def test_gpu_query_failure_classes(h200, profile, cls, fix):
         facts = smi.collect(timeout=1, env=env, driver_version_file=str(directory / "proc-driver-nvidia-version"))
     else:
         facts = lab_facts(profile)
-    result = evaluate(facts, h200["cuda_toolkit_info"])
+    result = evaluate(facts, h200["cuda_toolkit_info"], target())
     assert rules(result) == ["gpu_query"]
     assert result["failed"][0]["found"].startswith(cls + ": ")
     assert fix in result["failed"][0]["fix"]
@@ -227,7 +234,7 @@ def test_gpu_count_is_a_minimum(h200):
 
 def test_toolkit_rules(h200):
     facts = lab_facts("rtxpro6000x8")
-    missing = evaluate(facts, {"installed": False, "nvcc": None})
+    missing = evaluate(facts, {"installed": False, "nvcc": None}, target())
     assert rules(missing) == ["cuda_toolkit"]
     assert missing["failed"][0]["found"] == "nvcc not found"
     arch = [c for c in missing["checks"] if c["rule"] == "toolkit_arch"][0]
@@ -238,14 +245,16 @@ def test_toolkit_rules(h200):
 
     old = dict(h200["cuda_toolkit_info"], release="12.6", version="12.6.85")
     old["arch_tests"] = {"sm_120a": {"compiles": False, "error_class": "unsupported_arch", "error": "nvcc fatal : Unsupported gpu architecture 'compute_120a'"}}
-    result = evaluate(facts, old)
+    result = evaluate(facts, old, target())
     assert rules(result) == ["cuda_toolkit", "toolkit_arch"]
     assert "CUDA toolkit 12.6 found, >= 12.8 required" in messages(result)
-    assert "12.8 or newer for sm_120a" in result["failed"][1]["fix"]
+    assert result["failed"][1]["fix"] == "install a CUDA toolkit that supports sm_120a (12.8 or newer)"
+    # the rules expect no arch and no toolkit release of their own: the role's settings name them
+    assert rules(evaluate(facts, old)) == []
 
     no_gcc = copy.deepcopy(h200["cuda_toolkit_info"])
     no_gcc["arch_tests"]["sm_120a"] = {"compiles": False, "error_class": "host_compiler", "error": "gcc: No such file or directory"}
-    result = evaluate(facts, no_gcc)
+    result = evaluate(facts, no_gcc, target())
     assert rules(result) == ["toolkit_arch"] and "host compiler" in result["failed"][0]["fix"]
 
     untested = evaluate(facts, h200["cuda_toolkit_info"], {"toolkit_archs": ["sm_120a", "sm_100a"]})
