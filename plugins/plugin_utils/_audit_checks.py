@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import GIB, BudgetError, concurrency, plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 # The audit's own log rules (roles/audit/vars/main.yml defines their patterns): info lines it reads, not findings.
 WEIGHTS_RULE = "audit_weights_loaded"
@@ -495,7 +496,7 @@ def checks(settings, results, host):
     missing = [name for name in SETTINGS if name not in settings]
     if missing:
         raise AuditError("settings missing: %s (the role's _audit_setting_names lists them)" % ", ".join(missing))
-    facts = dict((key, results.get(name)) for key, name in RESULTS)
+    facts = dict((key, registered(results, name)) for key, name in RESULTS)
     facts["host"] = host
     return audit(facts, dict((name[len("audit_"):], settings[name]) for name in SETTINGS))
 

@@ -18,6 +18,7 @@ import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 PREFIX = "benchmark_"
 # The controller's files of one host (under benchmark_report_dir/HOST).
@@ -262,7 +263,7 @@ def _role_inputs(settings, results):
     missing = [name for name in SETTINGS if name not in settings]
     if missing:
         raise BenchmarkError("settings missing: %s (the role's _benchmark_setting_names lists them)" % ", ".join(missing))
-    return lambda name: results.get("_benchmark_" + name)
+    return lambda name: registered(results, "_benchmark_" + name)
 
 
 def plan(settings, results, host):

@@ -8,7 +8,8 @@
 
 Each role's plan module (``_ROLE_plan.py``, ``_audit_checks.py``, ...) exports SETTINGS (the names the role's
 ``vars/main.yml`` lists as ``_ROLE_setting_names``), PHASES (phase name -> function taking the settings first) and
-ERRORS (its own error classes, reported as the filter's error with the cause and the fix).
+ERRORS (its own error classes, reported as the filter's error with the cause and the fix). The results come as one
+mapping, every name of ``_ROLE_result_names``; ``registered`` reads one of them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from __future__ import annotations
 import inspect
 
 from ansible.errors import AnsibleFilterError
+
+
+def registered(results, name):
+    """One of the role's results by name: the empty mapping its vars/main.yml gives for one not registered yet (the
+    vars lookup's default) reads as None."""
+    value = results.get(name)
+    return None if isinstance(value, dict) and not value else value
 
 
 def role_filter(name, plan_module):

@@ -47,6 +47,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 GIB = 1024 ** 3
 # The settings the plan reads; the role's vars/main.yml hands exactly these over (_sgl_kernel_setting_names; a unit
@@ -61,7 +62,7 @@ SETTINGS = tuple("sgl_kernel_" + name for name in (
     "build_poll_interval", "controller_dir", "require_archs", "cuobjdump", "venv", "venv_create", "wheel_dir",
     "check_torch", "smoke_test", "smoke_test_code",
 ))
-# The results it reads, as the module docstring lists them (_sgl_kernel_result_names); null until registered.
+# The results it reads, as the module docstring lists them (_sgl_kernel_result_names); None until registered.
 RESULTS = (
     "_sgl_kernel_toolkit", "_sgl_kernel_git", "_sgl_kernel_build_probe", "_sgl_kernel_build_venv_made",
     "_sgl_kernel_build_reqs", "_sgl_kernel_build_reprobe", "_sgl_kernel_configure", "_sgl_kernel_cmake_plan",
@@ -600,7 +601,7 @@ def plan_phase(settings, results, run):
         raise KernelPlanError("the role hands over its settings, results and run as mappings "
                               "(_sgl_kernel_settings, _sgl_kernel_results, _sgl_kernel_run)")
     values = dict((name, settings[name]) for name in SETTINGS if name in settings)
-    values.update((name, results.get(name)) for name in RESULTS)
+    values.update((name, registered(results, name)) for name in RESULTS)
     values["_sgl_kernel_run"] = run
     return plan(values)
 

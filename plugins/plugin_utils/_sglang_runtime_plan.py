@@ -21,6 +21,7 @@ import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 try:  # the controller always has ansible-core; the same bytes-to-text as the human_readable filter
     from ansible.module_utils.common.text.formatters import bytes_to_human
@@ -484,7 +485,7 @@ def runtime_record(pip, settings, old_stamp=None, verified=None, now=None):
 
 
 # The results the role's tasks register or set, by name (vars/main.yml: _sglang_runtime_result_names; a test keeps the
-# two equal): each phase reads the ones it needs, None for one that has not run.
+# two equal): each phase reads the ones it needs, None for one that has not run (registered).
 RESULTS = tuple("_sglang_runtime_" + name for name in (
     "state", "pip_list_after", "pip", "before", "dir", "gate", "checkpoint", "src", "dest", "rsync_ctl", "rsync_host",
     "hf_status", "hf_sizes", "hf_started", "hf_final"))
@@ -494,7 +495,7 @@ def _results(results):
     if not isinstance(results, dict):
         raise RuntimeSettingsError("the role's results must be a mapping of _sglang_runtime_result_names, not %s"
                                    % type(results).__name__)
-    return lambda name: results.get("_sglang_runtime_" + name)
+    return lambda name: registered(results, "_sglang_runtime_" + name)
 
 
 def _pip(settings, results):

@@ -14,6 +14,8 @@ import re
 import pytest
 import yaml
 
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN_UTILS = "ansible_collections.llmops.sglang.plugins.plugin_utils."
 # Role -> the plan module behind its one filter.
@@ -79,6 +81,15 @@ def test_the_role_hands_over_exactly_what_its_python_reads(role):
     assert [n for n in module.SETTINGS if n not in defaults and not re.search(r"\n\s+%s: " % n, published)] == []
     text = _role_yaml(role)
     assert [n for n in names if not re.search(r"(register: |\n\s+)%s\b" % n, text)] == []
+    if names:
+        # the vars lookup fails on a name not registered yet unless its default is a value (None is no default)
+        assert "*_%s_result_names, default={})" % role in str(role_vars["_%s_results" % role])
+
+
+def test_a_result_not_registered_yet_reads_as_none():
+    assert registered({"_x_a": {}}, "_x_a") is None and registered({}, "_x_a") is None
+    assert registered({"_x_a": {"skipped": True}}, "_x_a") == {"skipped": True}
+    assert registered({"_x_a": False}, "_x_a") is False and registered({"_x_a": 0}, "_x_a") == 0
 
 
 @pytest.mark.parametrize("role", sorted(ROLES))
