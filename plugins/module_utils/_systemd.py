@@ -12,12 +12,18 @@ host (Python 3.9+).
 
 from __future__ import annotations
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, run_bounded
 
 # systemctl show answers in milliseconds; a minute means systemd (PID 1 or D-Bus) is stuck.
 SHOW_TIMEOUT = 60
 # What systemd says when PID 1 is not systemd (a container or chroot without it), and a D-Bus that is not there.
 _NO_SYSTEMD = ("System has not been booted with systemd", "Failed to connect to bus")
+# A unit's state as the readiness wait and the clean stop read it.
+SHOW_PROPERTIES = (
+    "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
+    "ExecMainStatus", "ExecMainStartTimestampMonotonic", "ControlGroup", "TimeoutStopUSec",
+)
 
 
 class SystemdError(Exception):
@@ -82,3 +88,21 @@ def show(unit, properties, systemctl="systemctl", run=run, timeout=SHOW_TIMEOUT,
         raise SystemdError("systemd knows no unit %s (LoadState=not-found): check the name with systemctl list-unit-files "
                            "'%s*', or install the unit first" % (unit, unit.split(".")[0]))
     return state
+
+
+def show_unit(run, systemctl, unit, properties=SHOW_PROPERTIES):  # pylint: disable=redefined-outer-name
+    """The unit's state, numbers as ints; a unit systemd does not know comes back with its LoadState."""
+    state = show(unit, properties, systemctl, run=run, missing_ok=True)
+    state["NRestarts"] = to_int(state.get("NRestarts"), 0)
+    state["MainPID"] = to_int(state.get("MainPID"), 0)
+    state["ExecMainStatus"] = to_int(state.get("ExecMainStatus"), 0)
+    state["ExecMainStartTimestampMonotonic"] = to_int(state.get("ExecMainStartTimestampMonotonic"), 0)
+    return state
+
+
+_SUMMARY_KEYS = (("active_state", "ActiveState"), ("sub_state", "SubState"), ("result", "Result"), ("n_restarts", "NRestarts"),
+                 ("invocation_id", "InvocationID"), ("main_pid", "MainPID"), ("exec_main_status", "ExecMainStatus"))
+
+
+def unit_summary(state):
+    return dict((name, state.get(key)) for name, key in _SUMMARY_KEYS)

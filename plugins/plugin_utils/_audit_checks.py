@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 import numbers
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import GIB, BudgetError, concurrency, plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
@@ -66,14 +67,6 @@ class AuditError(ValueError):
 
 def _dict(value):
     return value if isinstance(value, dict) and value else {}
-
-
-def _int(value):
-    """Like Jinja's int filter: 0 for what is not a number."""
-    try:
-        return int(float(value)) if isinstance(value, str) else int(value or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _search(pattern, text):

@@ -16,6 +16,7 @@ import json
 import os
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy as _truthy
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
@@ -249,12 +250,6 @@ def run_record(settings, result, canary, host, gate_note="", now=None):
         "canary": _verdict(judge and canary is not None, bool((canary or {}).get("passed")), "Accuracy canary", host,
                            (canary or {}).get("msg") or (canary or {}).get("summary"), (canary or {}).get("summary")),
     }
-
-
-def _truthy(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    return bool(value)
 
 
 def _role_inputs(settings, results):

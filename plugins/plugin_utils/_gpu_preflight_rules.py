@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import textwrap
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none, is_empty
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import normalize_compute_cap
 
@@ -90,14 +91,10 @@ def _coerce(value):
     text = value.strip()
     if re.match(r"^-?\d+$", text):
         return int(text)
-    low = text.lower()
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
-    if low in ("", "none", "null"):
+    if is_empty(text):
         return None
-    return value
+    got = boolean_or_none(text)
+    return value if got is None else got
 
 
 def normalize_expectations(expectations):

@@ -21,6 +21,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionE
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import index_options
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_flag
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int as _int
 
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 PIP_SOURCES = ("index", "wheelhouse")
@@ -59,13 +60,6 @@ class PlanError(ValueError):
 def _text(value):
     """A value as it goes on a command line (what Jinja's ``string`` filter gives)."""
     return value if isinstance(value, str) else str(value)
-
-
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 # Every setting the plan reads: these, FLAGS' and the optional ones (null or empty when not wanted). The role's

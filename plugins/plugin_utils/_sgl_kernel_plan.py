@@ -45,6 +45,7 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy as to_bool
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
@@ -83,13 +84,6 @@ INSTALLED_STAMP_NAME = ".llmops-sgl-kernel.json"
 
 class KernelPlanError(ValueError):
     """An input the plan cannot use; the message names it and the fix."""
-
-
-def to_bool(value):
-    """Ansible's ``bool`` filter: yes/on/true/1 (any case) are true, anything else false."""
-    if isinstance(value, bool):
-        return value
-    return str(value).lower() in ("yes", "on", "true", "1") if value is not None else False
 
 
 def nice_json(value):

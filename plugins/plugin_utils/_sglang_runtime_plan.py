@@ -19,6 +19,7 @@ import os
 import re
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none, is_empty, to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
@@ -64,21 +65,14 @@ class RuntimeSettingsError(ValueError):
 
 
 def _bool(value, name):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "on", "1"):
-        return True
-    if text in ("false", "no", "off", "0", "", "none"):
-        return False
+    got = False if is_empty(value) else boolean_or_none(value)
+    if got is not None:
+        return got
     raise RuntimeSettingsError("%s%s must be true or false, not %r" % (P, name, value))
 
 
 def _int(value, name, minimum=1):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = None
+    number = to_int(value)
     if number is None or isinstance(value, bool) or number < minimum:
         raise RuntimeSettingsError("%s%s must be a whole number of at least %d, not %r" % (P, name, minimum, value))
     return number

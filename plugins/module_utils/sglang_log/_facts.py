@@ -33,6 +33,11 @@ PHASES = ("starting", "loading_weights", "kv_pool_allocated", "capturing_cuda_gr
 # exception line is cut off); port_in_use (uvicorn could not bind); cli_argument_error (argparse rejected the argv).
 FATAL_CLASSES = ("none", "cuda_oom", "no_kernel_image", "not_enough_memory", "python_exception", "truncated_traceback",
                  "port_in_use", "cli_argument_error")
+# The causes of a failed start that systemd's state or the wait's budget show rather than the log (sglang_wait_ready),
+# each with the advice its message carries (None: the message says it all). With FATAL_CLASSES, every cause a start
+# is reported failing with.
+UNIT_CAUSES = {"unit_not_loaded": "install it first", "crash_loop": "the server died and systemd restarts it",
+               "exited": None, "host_oom": "host RAM, not GPU memory", "timeout": None}
 
 MAX_KV_POOLS = 256
 MAX_RANKS = 1024

@@ -18,6 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.filter.gpu_preflight_plan import FilterModule
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_plan as gpf
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_rules as rules_module
+from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_probe as probe
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import RULES, PreflightError, evaluate
 
@@ -57,7 +58,7 @@ def lab_facts(profile):
             dest = rootfs / "etc" / "llmops-gpu-profile"
             env = dict(os.environ, PATH="%s:%s:%s" % (rootfs / "usr/local/sbin", rootfs / "usr/bin", os.environ.get("PATH", "")),
                        LLMOPS_GPU_PROFILE_DIR=str(dest))
-            _FACTS[profile] = smi.collect(timeout=5, sysfs_root=str(dest / "root"), procfs_root=str(dest / "root"),
+            _FACTS[profile] = probe.collect(timeout=5, sysfs_root=str(dest / "root"), procfs_root=str(dest / "root"),
                                           driver_version_file=str(dest / "proc-driver-nvidia-version"), env=env)
         finally:
             shutil.rmtree(str(rootfs), ignore_errors=True)
@@ -152,7 +153,7 @@ def test_gpu_query_failure_classes(h200, profile, cls, fix):
     if profile == "hang":
         directory = LAB_GPU / "profiles" / "hang"
         env = dict(os.environ, PATH="%s:%s" % (LAB_GPU, os.environ.get("PATH", "")), LLMOPS_GPU_PROFILE_DIR=str(directory))
-        facts = smi.collect(timeout=1, env=env, driver_version_file=str(directory / "proc-driver-nvidia-version"))
+        facts = probe.collect(timeout=1, env=env, driver_version_file=str(directory / "proc-driver-nvidia-version"))
     else:
         facts = lab_facts(profile)
     result = evaluate(facts, h200["cuda_toolkit_info"], target())
@@ -166,7 +167,7 @@ def test_gpu_query_failure_classes(h200, profile, cls, fix):
 
 
 def test_not_installed(h200, tmp_path):
-    facts = smi.collect(env={"PATH": str(tmp_path)}, driver_version_file=str(tmp_path / "none"))
+    facts = probe.collect(env={"PATH": str(tmp_path)}, driver_version_file=str(tmp_path / "none"))
     assert facts["failure"]["class"] == "not_installed"
     result = evaluate(facts, {"installed": False})
     assert rules(result) == ["gpu_query", "cuda_toolkit"]
