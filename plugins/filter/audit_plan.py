@@ -16,8 +16,9 @@ description:
   - Internal to the collection's C(audit) role, not an API - its phases and results may change in any release.
     The role hands over its settings by name (C(_audit_setting_names) in its C(vars/main.yml)), the phase and its
     results by name (C(_audit_result_names)); C(plugins/plugin_utils/_audit_checks.py) decides.
-  - Phase V(checks) (inputs the role's results by name and the host's name) turns the registered results of M(llmops.sglang.kv_cache_guard), M(llmops.sglang.log_audit),
-    M(llmops.sglang.server_info) and M(llmops.sglang.checkpoint_info), and the unit's C(systemctl show) output, into
+  - Phase V(checks) (inputs the role's results by name and the host's name) turns the registered results of
+    M(llmops.sglang.kv_cache_guard), M(llmops.sglang.log_audit), M(llmops.sglang.server_info) and
+    M(llmops.sglang.checkpoint_info), and the unit's C(systemctl show) output, into
     the seven checks of the C(llmops.sglang.audit) role, the KV capacity table, the host verdict and the report.
   - "Checks (ids are stable): V(kv_cache_dtype) (the guard's verdict; the only one that fails), V(weight_quantization),
     V(log_findings), V(speculative_decoding), V(context_capacity), V(mamba_ssm_dtype),
