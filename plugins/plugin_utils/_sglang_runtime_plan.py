@@ -477,7 +477,6 @@ def runtime_record(pip, settings, old_stamp=None, verified=None, now=None):
     }
 
 
-
 # The results the role's tasks register or set, by name (vars/main.yml: _sglang_runtime_result_names; a test keeps the
 # two equal): each phase reads the ones it needs, None for one that has not run (registered).
 RESULTS = tuple("_sglang_runtime_" + name for name in (
