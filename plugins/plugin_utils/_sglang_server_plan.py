@@ -435,3 +435,13 @@ def outcome(results, plan):
 
 def _removed(leave):
     return [r["router"] for r in leave.get("routers") or [] if r.get("action") == "removed"]
+
+
+def _outcome(settings, results, plan_):
+    return outcome(results, plan_)
+
+
+# The phases of the role's one filter, llmops.sglang.sglang_server_plan: each takes the settings first. "plan" is computed
+# once per entry point (tasks/plan.yml keeps it as the fact _sglang_server_plan); "outcome" reads the RESULTS.
+PHASES = {"plan": plan, "outcome": _outcome}
+ERRORS = (PlanError,)

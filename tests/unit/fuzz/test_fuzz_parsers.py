@@ -7,11 +7,14 @@ text and structured input); the case counts are printed at the end of the run.""
 
 import io
 import json
+import pathlib
 import re
+
+import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
+from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight_plan as gpu_preflight_filter
 from ansible_collections.llmops.sglang.plugins.filter import worker_url as worker_url_filter
 from ansible_collections.llmops.sglang.plugins.module_utils.bench import _chart as bchart
 from ansible_collections.llmops.sglang.plugins.module_utils.bench import _client as bclient
@@ -27,6 +30,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _cubin as cu
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
 from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_plan as gpp
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_rules as gp
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils import _journal as jr
@@ -399,29 +403,31 @@ def _preflight_case(m):
 
 
 def test_gpu_preflight(request):
-    preflight = gpu_preflight_filter.FilterModule().filters()["gpu_preflight"]
-
     def check(case):
         result = clean(lambda: gp.evaluate(*case), gp.PreflightError)
         if result is not None:
             gp.render_table(result["checks"])
-        clean(lambda: preflight(*case), AnsibleFilterError)
     fuzz(request, _preflight_case, check, 4000)
 
 
 def test_gpu_preflight_role(request):
     """The gpu_preflight role's report and smoke binary on mutated facts and settings (templated strings included)."""
+    plan = gpu_preflight_filter.FilterModule().filters()["gpu_preflight_plan"]
+    defaults = yaml.safe_load((pathlib.Path(__file__).resolve().parents[3] / "roles/gpu_preflight/defaults/main.yml").read_text())
+
     def check(case):
         gpu, toolkit, settings, smoke = case
-        out = clean(lambda: gp.role_report(gpu, toolkit, settings, smoke, "h"), gp.PreflightError)
+        out = clean(lambda: plan(settings, "report", gpu, toolkit, smoke, "h"), AnsibleFilterError)
         if out is not None:
             assert out["stamp"]["passed"] == out["result"]["passed"] and list(out["stats"]) == ["h"]
-        clean(lambda: gp.smoke_binary(gpu, toolkit, settings, "src"), gp.PreflightError)
+        clean(lambda: gpp.smoke_binary(settings, gpu, toolkit, "src"), gp.PreflightError)
 
     def settings(m):
-        names = ["gpu_preflight_" + name for name, _key in gp.ROLE_EXPECTATIONS]
-        names += ["gpu_preflight_smoke_test", "gpu_preflight_waivers", "gpu_preflight_stamp_path", "x"]
-        return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(5)))
+        # every setting the role hands over, a few of them mutated (or, now and then, one left out)
+        out = dict((name, m.value() if m.chance(4) else defaults[name]) for name in gpp.SETTINGS)
+        if m.chance(8):
+            out.pop(m.pick(gpp.SETTINGS))
+        return out
 
     fuzz(request, lambda m: (m.json(GPU_INFO, leaves_only=True), m.json(TOOLKIT, leaves_only=True) if m.chance(2) else None,
                              m.pick((settings, lambda m: m.value()))(m), m.pick((None, {"rc": 0, "stdout": m.junk()}))), check, 3000)

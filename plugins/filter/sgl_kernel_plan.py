@@ -7,15 +7,17 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-name: sgl_kernel
-short_description: Every value the sgl_kernel role uses, from its settings and the results its tasks registered
+name: sgl_kernel_plan
+short_description: Internal to the sgl_kernel role - every value it uses, from its settings and its results
 version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - Works out what the sgl_kernel role does, so that its tasks only wire values. Inputs are the role's settings
-    (C(sgl_kernel_*)), the run (C(_sgl_kernel_run) with C(host), C(play_hosts), C(check_mode)) and the results the
-    tasks registered so far (C(_sgl_kernel_*), listed in C(plugins/plugin_utils/_sgl_kernel_plan.py)).
+  - Internal to the collection's C(sgl_kernel) role, not an API - its phases and results may change in any release.
+  - Phase V(plan) works out what the role does, so that its tasks only wire values. Inputs are the role's settings by
+    name (C(_sgl_kernel_setting_names) in its C(vars/main.yml)), the results the tasks registered so far by name
+    (C(_sgl_kernel_result_names); null for one not registered yet) and the run (C(_sgl_kernel_run) with C(host),
+    C(play_hosts), C(check_mode), C(tags) and C(probe_source)); C(plugins/plugin_utils/_sgl_kernel_plan.py) decides.
   - "Decisions: bad settings (RV(_value.input_error)); the archs to build (C(120a) becomes the family target C(120f)
     when C(sgl_kernel_prefer_family) asks for it and nvcc is 12.9 or newer); nvcc's verdict; the pip source (a wheelhouse wins over an
     index); the cuobjdump that verifies the wheel (the explicit one, the toolkit's, else the build venv's
@@ -25,23 +27,30 @@ description:
     environment; the stamp; the controller's copies; and on each installing host whether the wheel is copied and
     installed, and what is wrong."
   - Values whose inputs are not registered yet are absent.
-positional: _input, values
+positional: _input, phase, results, run
 options:
   _input:
-    description: Variable names, as C(q('varnames', '^_?sgl_kernel_')) lists them.
-    type: list
-    elements: str
+    description: The role's settings by variable name, every name of C(_sgl_kernel_setting_names).
+    type: dict
     required: true
-  values:
-    description: Their values, in the same order (C(q('vars', *names))).
-    type: list
-    elements: raw
+  phase:
+    description: What to decide.
+    type: str
+    required: true
+    choices: [plan]
+  results:
+    description: The role's results by name, every name of C(_sgl_kernel_result_names).
+    type: dict
+    required: true
+  run:
+    description: The run - C(host), C(play_hosts), C(check_mode), C(tags), C(probe_source).
+    type: dict
     required: true
 """
 
 EXAMPLES = r"""
-# roles/sgl_kernel/vars/main.yml: templated each time it is used, so it reflects the latest registered results
-_sgl_kernel: "{{ q('varnames', '^_?sgl_kernel_') | llmops.sglang.sgl_kernel(q('vars', *q('varnames', '^_?sgl_kernel_'))) }}"
+# roles/sgl_kernel/vars/main.yml: templated each time it is used, so it follows the results registered since
+_sgl_kernel: "{{ _sgl_kernel_settings | llmops.sglang.sgl_kernel_plan('plan', _sgl_kernel_results, _sgl_kernel_run) }}"
 """
 
 RETURN = r"""
@@ -101,20 +110,12 @@ _value:
       type: str
 """
 
-from ansible.errors import AnsibleFilterError
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _sgl_kernel_plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import role_filter
 
-from ansible_collections.llmops.sglang.plugins.plugin_utils._sgl_kernel_plan import KernelPlanError, plan
-
-
-def sgl_kernel(names, values):
-    if len(names or []) != len(values or []):
-        raise AnsibleFilterError("llmops.sglang.sgl_kernel: %d names but %d values" % (len(names or []), len(values or [])))
-    try:
-        return plan(dict(zip(names, values)))
-    except KernelPlanError as exc:
-        raise AnsibleFilterError(str(exc))
+sgl_kernel_plan = role_filter("sgl_kernel_plan", _sgl_kernel_plan)
 
 
 class FilterModule(object):
     def filters(self):
-        return {"sgl_kernel": sgl_kernel}
+        return {"sgl_kernel_plan": sgl_kernel_plan}
