@@ -190,9 +190,11 @@ def parse_listing(kind, rc, stdout, stderr):
     return True, entries
 
 
-def parse_fatbin_headers(stdout):
-    """``[('elf'|'ptx', arch), ...]`` in file order from the headers of ``--dump-elf-symbols`` output."""
-    headers = []
+def parse_elf_dump(stdout):
+    """``[(kind, arch, [kernel name, ...]), ...]``, one per fatbin entry in file order, from ``--dump-elf-symbols``
+    output: its ``Fatbin elf|ptx code`` headers with their ``arch =`` line, and for an ELF entry the defined ``FUNC``
+    symbols marked ``ENTRY`` (its kernels)."""
+    entries = []
     pending = None
     for line in stdout.splitlines():
         line = line.strip()
@@ -202,9 +204,18 @@ def parse_fatbin_headers(stdout):
             continue
         arch = _HEADER_ARCH_RE.match(line)
         if arch and pending:
-            headers.append((pending, arch.group(1)))
+            entries.append((pending, arch.group(1), []))
             pending = None
-    return headers
+            continue
+        fields = line.split()
+        if entries and entries[-1][0] == "elf" and len(fields) == 5 and fields[0] == "FUNC" and fields[3] == "ENTRY":
+            entries[-1][2].append(fields[4])
+    return entries
+
+
+def parse_fatbin_headers(stdout):
+    """``[('elf'|'ptx', arch), ...]`` in file order from the headers of ``--dump-elf-symbols`` output."""
+    return [(kind, arch) for kind, arch, _names in parse_elf_dump(stdout)]
 
 
 def needs_header_pass(cubins):
@@ -361,26 +372,8 @@ def cuobjdump_entries(path, cuobjdump, runner=default_runner):
 
 
 def parse_elf_symbols(stdout):
-    """``[(arch, [kernel name, ...]), ...]``, one per cubin in file order, from ``--dump-elf-symbols`` output: the
-    defined ``FUNC`` symbols marked ``ENTRY``."""
-    cubins = []
-    pending = None
-    for line in stdout.splitlines():
-        line = line.strip()
-        header = _HEADER_RE.match(line)
-        if header:
-            pending = header.group(1)
-            continue
-        arch = _HEADER_ARCH_RE.match(line)
-        if arch and pending:
-            if pending == "elf":
-                cubins.append((arch.group(1), []))
-            pending = None
-            continue
-        fields = line.split()
-        if cubins and len(fields) == 5 and fields[0] == "FUNC" and fields[3] == "ENTRY":
-            cubins[-1][1].append(fields[4])
-    return cubins
+    """``[(arch, [kernel name, ...]), ...]``, one per cubin in file order, from ``--dump-elf-symbols`` output."""
+    return [(arch, names) for kind, arch, names in parse_elf_dump(stdout) if kind == "elf"]
 
 
 # ---------------------------------------------------------------------------------------------
