@@ -75,7 +75,6 @@ _HEADER_RE = re.compile(r"^Fatbin (elf|ptx) code:\s*$")
 _HEADER_ARCH_RE = re.compile(r"^arch = (sm_\d+[a-z]?)\s*$")
 _ARCH_RE = re.compile(r"^(?:sm_)?(\d+)([af]?)$")
 _DOTTED_ARCH_RE = re.compile(r"^(\d+)\.(\d)([af]?)$")
-_GPU_CODE_RE = re.compile(r"^((?:sm|compute)_\d+[a-z]?)$")
 _VERSION_RE = re.compile(r"\bV(\d+\.\d+\.\d+)\b")
 _SHARED_LIB_RE = re.compile(r"\.so(?:\.\d+)*$")
 
@@ -146,21 +145,6 @@ def _sort_key(arch):
 
 def sorted_archs(archs):
     return sorted(set(archs), key=_sort_key)
-
-
-def parse_gpu_code_list(text):
-    """Arch names from ``nvcc --list-gpu-code`` / ``--list-gpu-arch`` (an echoed command line is skipped)."""
-    return [line.strip() for line in text.splitlines() if _GPU_CODE_RE.match(line.strip())]
-
-
-def toolkit_can_build(arch, gpu_code_list):
-    """Whether a toolkit whose ``--list-gpu-code`` is given knows the base arch of ``arch``.
-
-    nvcc lists base archs only (``sm_120``); the ``a``/``f`` variants exist for every listed base
-    from sm_90 (``a``) and sm_100 (``f``, CUDA >= 12.9) on.
-    """
-    number, _suffix = split_arch(arch)
-    return "sm_%d" % number in gpu_code_list
 
 
 # ---------------------------------------------------------------------------------------------

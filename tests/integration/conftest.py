@@ -1,12 +1,8 @@
-import pathlib
-import sys
-
 import pytest
 
-# The lab helpers (booting named hosts, wheelhouses, recaps) are shared with tests/bench.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lab"))
-import fleet  # noqa: E402  pylint: disable=wrong-import-position
-from fleet import ROOT, lab  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
+# The lab helpers (tests/lab/fleet.py: booting named hosts, wheelhouses, recaps), shared with tests/bench, are on the
+# import path through pytest.ini.
+import fleet
 
 
 @pytest.fixture(scope="session")

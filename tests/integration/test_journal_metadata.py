@@ -20,13 +20,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 
-import fleet
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_bytes
 
-sys.path.insert(0, str(fleet.ROOT / "collections"))
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_bytes  # noqa: E402  pylint: disable=wrong-import-position
+import fleet
 
 HOST, INDEX = "journal1", 174
 UNIT = "jm-sglang.service"

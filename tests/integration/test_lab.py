@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import fleet
-from conftest import ROOT, lab
+from fleet import ROOT, lab
 
 SUBNET = os.environ.get("LLMOPS_LAB_SUBNET", "10.78.0")
 NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")

@@ -25,7 +25,7 @@ import requests
 import yaml
 
 import fleet
-from conftest import ROOT, lab
+from fleet import ROOT, lab
 
 NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")
 PROFILE = "rtxpro6000x8"

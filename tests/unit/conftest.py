@@ -1,22 +1,19 @@
-"""Test set-up shared by every unit test.
+"""Test set-up shared by every unit test: the fixtures folder (every test input lives in ``tests/fixtures``), the
+real SGLang's interpreter, loopback HTTP servers and the router fleet.
 
-Makes ``ansible_collections.llmops.sglang`` importable from a clone (collections/ holds a link to
-the tree) and names the fixtures folder: every test input lives in ``tests/fixtures``.
+pytest.ini puts the collection (``ansible_collections.llmops.sglang``, through the link in collections/) and the
+helpers of this folder (sim_harness, bench_servers, ...) on the import path.
 """
 
 import pathlib
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-_COLLECTIONS = ROOT / "collections"
-if (_COLLECTIONS / "ansible_collections" / "llmops" / "sglang").exists():
-    sys.path.insert(0, str(_COLLECTIONS))
+import sglang_source
+from sim_harness import LocalServer, RouterFleet
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import sglang_source  # noqa: E402  pylint: disable=wrong-import-position
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +25,34 @@ def sglang_python():
 @pytest.fixture(scope="session")
 def fixtures_dir():
     return FIXTURES
+
+
+@pytest.fixture
+def serve_http():
+    """serve_http(handler): an in-process HTTP server on a free loopback port answering with ``handler`` (a
+    BaseHTTPRequestHandler class), closed after the test."""
+    servers = []
+
+    def serve(handler):
+        servers.append(LocalServer(handler))
+        return servers[-1]
+    yield serve
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def router_fleet(tmp_path_factory):
+    """router_fleet(key, ...): SGLang's real router(s) in front of two simulated servers (sim_harness.RouterFleet),
+    stopped after the test module."""
+    fleets = []
+
+    def start(key, **kwargs):
+        fleets.append(RouterFleet(tmp_path_factory.mktemp("fleet"), key, **kwargs))
+        return fleets[-1]
+    yield start
+    for fleet in fleets:
+        fleet.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -85,13 +85,29 @@ class Sim(_Served):
 
 
 class Router(_Served):
-    """SGLang's real router (sglang-router, pinned in requirements.txt) on a free loopback port, in front of urls."""
+    """SGLang's real router (sglang-router, pinned in requirements.txt) on a free loopback port, in front of urls; its
+    Prometheus counters at metrics_url."""
 
     def __init__(self, tmp, urls, key=None, extra=()):
         self.port = free_port()
+        prometheus = free_port()
+        self.metrics_url = "http://127.0.0.1:%d/metrics" % prometheus
         argv = ([sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(self.port),
                  "--worker-urls"] + list(urls)
-                + ["--policy", "round_robin", "--prometheus-port", str(free_port()), "--log-level", "warn"] + list(extra))
+                + ["--policy", "round_robin", "--prometheus-port", str(prometheus), "--log-level", "warn"] + list(extra))
         if key:
             argv += ["--api-key", key]
         self._start(argv, tmp / ("router-%d.log" % self.port), "/readiness", 60, "router")
+
+
+class RouterFleet(object):
+    """``routers`` real routers in front of two simulators with metrics, all sharing ``key``; stop() them."""
+
+    def __init__(self, tmp, key, routers=1, sim_extra=(), router_extra=()):
+        self.sims = [Sim(tmp, key=key, extra=["--enable-metrics"] + list(sim_extra)) for _i in range(2)]
+        self.routers = [Router(tmp, [s.url for s in self.sims], key=key, extra=router_extra) for _i in range(routers)]
+        self.router = self.routers[0]
+
+    def stop(self):
+        for p in self.routers + self.sims:
+            p.stop()

@@ -18,7 +18,6 @@ import ast
 import json
 import pathlib
 import re
-import sys
 
 import pytest
 
@@ -26,8 +25,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._server_info import 
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_bytes, audit_path
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._lines import BY_ID
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import sglang_source  # noqa: E402  tests/unit/sglang_source.py
+import sglang_source  # tests/unit/sglang_source.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-sglang"

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import pathlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import audit_path
+
+from sim_harness import LocalServer  # tests/unit/sim_harness.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-sglang"
@@ -103,7 +104,7 @@ def test_the_module_result_is_the_answer_with_the_key_redacted(name):
     assert cleaned == got
 
 
-class RealAnswers(object):
+class RealAnswers(LocalServer):
     """The recorded answers' bytes on a loopback port, behind the key as SGLang 0.5.16 had them (/metrics: 404)."""
 
     def __init__(self, name):
@@ -126,14 +127,7 @@ class RealAnswers(object):
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        LocalServer.__init__(self, Handler)
 
 
 @pytest.mark.parametrize("name", ["trap-auto", "trap-bf16", "hybrid-bf16"])

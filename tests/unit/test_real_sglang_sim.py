@@ -35,13 +35,11 @@ import importlib.util
 import json
 import pathlib
 import re
-import sys
 import urllib.request
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import sim_harness  # noqa: E402  tests/unit/sim_harness.py
+import sim_harness  # tests/unit/sim_harness.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real-sglang"

@@ -28,8 +28,8 @@ import urllib.request
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import sglang_source  # noqa: E402  tests/unit/sglang_source.py
+import sglang_source  # tests/unit/sglang_source.py
+from sim_harness import free_port  # tests/unit/sim_harness.py
 
 SIM = pathlib.Path(__file__).resolve().parents[1] / "lab" / "sglang_sim" / "sglang_sim.py"
 _spec = importlib.util.spec_from_file_location("sglang_sim", str(SIM))
@@ -132,12 +132,6 @@ def make_checkpoint(root, kv_algo="FP8"):
         "producer": {"name": "modelopt", "version": "0.42.0"},
         "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": kv_algo, "group_size": 16, "exclude_modules": ["lm_head"]}}))
     return root
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Sim(object):

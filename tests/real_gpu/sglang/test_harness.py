@@ -16,16 +16,14 @@ import time
 
 import pytest
 
+from ansible_collections.llmops.sglang.plugins.module_utils._readiness import wait_ready
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import parse_show
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import shown_commands, unit_commands
+
+import run  # run.py beside this file (pytest puts a test file's folder on the import path)
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-sys.path.insert(0, str(ROOT / "collections"))
-sys.path.insert(0, str(HERE))
-
-import run  # noqa: E402  pylint: disable=wrong-import-position
-
-from ansible_collections.llmops.sglang.plugins.module_utils._readiness import wait_ready  # noqa: E402
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd import parse_show  # noqa: E402
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import shown_commands, unit_commands  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "real-sglang"
 LOG = FIXTURES / "sglang-0.5.16-h200-trap-bf16-forged.log"

@@ -67,8 +67,6 @@ def test_nvidia_smi_outputs(request):
         text, rc, value = case
         smi.parse_query_csv(text)
         smi.parse_smi_header(text)
-        smi.parse_smi_table(text)
-        smi.parse_smi_list(text)
         smi.parse_topo(text)
         smi.parse_proc_version(text)
         smi.parse_cmdline_iommu(text)
@@ -120,7 +118,6 @@ def test_cuda_binary_outputs(request):
             cb.refine_cubin_archs(cubins, headers)
             cb.sorted_archs(c["arch"] for c in cubins if c["arch"])
         cb.parse_version(out)
-        codes = cb.parse_gpu_code_list(out)
         required = []
         for arch in archs:
             norm = clean(lambda: cb.normalize_arch(arch), cb.CudaBinaryError)
@@ -128,8 +125,7 @@ def test_cuda_binary_outputs(request):
                 required.append(norm)
                 cb.torch_arch(norm)
                 cb.cmake_arch(norm)
-                cb.toolkit_can_build(norm, codes)
-        cb.missing_archs(required, [c for c in codes if cb.split_arch(c)], accept_family=True)
+        cb.missing_archs(required, [a for a in re.findall(r"sm_\d+[a-z]?", out) if cb.split_arch(a)], accept_family=True)
         cb.is_shared_library(out[:100])
     # rc is what the runner returns: an int
     fuzz(request, lambda m: (m.pick(("elf", "ptx")), m.pick((0, 1, 255, -1, m.r.randrange(-2 ** 31, 2 ** 31))), m.text(CUOBJDUMP),

@@ -173,18 +173,6 @@ def test_sorted_archs_orders_by_number():
     assert cb.sorted_archs(["sm_120a", "sm_90a", "sm_100a", "sm_120a", "sm_80"]) == ["sm_80", "sm_90a", "sm_100a", "sm_120a"]
 
 
-def test_gpu_code_lists_of_two_toolkits(fixtures_dir):
-    cuda128 = cb.parse_gpu_code_list((fixtures_dir / "gpu-outputs" / "37-nvcc-12.8-list-gpu-code-sm120.txt").read_text())
-    cuda130 = cb.parse_gpu_code_list((fixtures_dir / "cuobjdump" / "nvcc-13.0-list-gpu-code.txt").read_text())
-    # The echoed command line is not an arch; nvcc lists base archs only.
-    assert all(a.startswith("sm_") and a[-1].isdigit() for a in cuda128 + cuda130)
-    assert "sm_120" in cuda128 and "sm_120" in cuda130
-    assert cb.toolkit_can_build("sm_120a", cuda128) and cb.toolkit_can_build("sm_120a", cuda130)
-    # CUDA 13 dropped the pre-Turing archs and added sm_103/sm_110/sm_121.
-    assert cb.toolkit_can_build("sm_70", cuda128) and not cb.toolkit_can_build("sm_70", cuda130)
-    assert not cb.toolkit_can_build("sm_121a", cuda128) and cb.toolkit_can_build("sm_121a", cuda130)
-
-
 def test_version_of_the_installed_cuobjdump(fixtures_dir):
     binary = cb.find_cuobjdump()
     rc, out, _err = cb.default_runner([binary, "--version"])

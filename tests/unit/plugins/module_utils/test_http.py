@@ -6,7 +6,6 @@ on real exceptions from real sockets on loopback."""
 
 import http.server
 import socket
-import threading
 import time
 from urllib import request as urlrequest
 
@@ -14,6 +13,8 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError, normalize_url
+
+from sim_harness import LocalServer, free_port  # tests/unit/sim_harness.py
 
 
 @pytest.mark.parametrize("url,base,host,port", [
@@ -123,12 +124,9 @@ class _Answer(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), _Answer)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield "http://127.0.0.1:%d" % httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
+    answering = LocalServer(_Answer)
+    yield answering.url
+    answering.close()
 
 
 def _raised(url, timeout=5):
@@ -150,9 +148,7 @@ def test_status_answers(server, code, cls):
 
 
 def test_connection_failures():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     url = "http://127.0.0.1:%d/" % port
     cls, msg, status = _http.describe_failure(_raised(url), url, "127.0.0.1", port, 5)
     assert (cls, status) == ("refused", None) and "is the SGLang service running" in msg

@@ -8,7 +8,6 @@ import json
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,8 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import _launch_args 
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit as sglang_log
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-import sglang_source  # noqa: E402  tests/unit/sglang_source.py
+import sglang_source  # tests/unit/sglang_source.py
 
 GIB = 1 << 30
 MODEL_DIR = "/models/Qwen3.5-397B-A17B-NVFP4"

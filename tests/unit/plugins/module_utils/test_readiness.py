@@ -533,10 +533,10 @@ def test_a_real_failed_unit_reads_as_exited(fixtures_dir):
     assert _systemd.show_unit(lambda argv, timeout=None: (0, not_found, ""), "systemctl", "x.service")["LoadState"] == "not-found"
 
 
-def test_http_status_asks_a_real_server_through_the_one_client():
+def test_http_status_asks_a_real_server_through_the_one_client(serve_http):
     import http.server
 
-    from sim_harness import LocalServer, free_port  # tests/unit/sim_harness.py
+    from sim_harness import free_port  # tests/unit/sim_harness.py
 
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
@@ -548,12 +548,9 @@ def test_http_status_asks_a_real_server_through_the_one_client():
         def log_message(self, *args):
             pass
 
-    server = LocalServer(Health)
-    try:
-        assert r.http_status(server.url + "/health", 5) == (200, None)
-        assert r.http_status(server.url + "/health_generate", 5) == (503, None)
-    finally:
-        server.close()
+    server = serve_http(Health)
+    assert r.http_status(server.url + "/health", 5) == (200, None)
+    assert r.http_status(server.url + "/health_generate", 5) == (503, None)
     status, error = r.http_status("http://127.0.0.1:%d/health" % free_port(), 5)
     assert status is None and "refused" in error
     assert r.http_status("http://fd00::11:30000/health", 5)[1].startswith("url ")

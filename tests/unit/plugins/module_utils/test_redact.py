@@ -18,8 +18,7 @@ import os
 import pathlib
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -282,16 +281,8 @@ class _Sglang(BaseHTTPRequestHandler):
         pass
 
 
-def test_server_info_report_hides_secrets_in_the_answer_and_the_metrics_examples():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sglang)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        result = _server_info.gather("http://127.0.0.1:%d" % server.server_address[1], endpoints=["server_info", "metrics"],
-                                     use_proxy=False)
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_server_info_report_hides_secrets_in_the_answer_and_the_metrics_examples(serve_http):
+    result = _server_info.gather(serve_http(_Sglang).url, endpoints=["server_info", "metrics"], use_proxy=False)
     text = json.dumps(result)
     assert leaked(text) == []
     assert result["server_info"]["api_key"] == MASK and "--api-k %s" % MASK in result["server_info"]["launch_command"]

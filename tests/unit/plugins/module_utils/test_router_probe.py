@@ -5,8 +5,6 @@
 simulated servers: readiness, the per-worker counts from the router's own counters and from the workers', and the
 verdict."""
 
-import pathlib
-import sys
 
 import pytest
 import requests
@@ -14,22 +12,15 @@ import requests
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_probe as probe_mod
 from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from sim_harness import Router, Sim, free_port  # noqa: E402
+from sim_harness import free_port
 
 KEY = "sk-router-probe-3b9e"
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("router-probe")
-    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics"]) for _i in range(2)]
-    prometheus = free_port()
-    router = Router(tmp, [s.url for s in sims], key=KEY, extra=["--policy", "cache_aware", "--prometheus-port", str(prometheus)])
-    yield router, sims, "http://127.0.0.1:%d/metrics" % prometheus
-    router.stop()
-    for s in sims:
-        s.stop()
+def fleet(router_fleet):
+    started = router_fleet(KEY, router_extra=["--policy", "cache_aware"])
+    return started.router, started.sims, started.router.metrics_url
 
 
 def test_the_router_exports_the_counter_the_probe_reads(fleet):

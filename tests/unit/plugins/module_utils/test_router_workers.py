@@ -7,7 +7,6 @@
 import http.server
 import json
 import pathlib
-import sys
 import threading
 import time
 
@@ -19,8 +18,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchEr
 from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from sim_harness import Router, Sim, free_port  # noqa: E402
+from sim_harness import free_port
 
 KEY = "sk-router-test-5d1e"
 # GET /workers of sglang-router 0.3.2 in front of two simulated servers, the first of which had just died
@@ -56,7 +54,7 @@ def test_bad_worker_url_is_named():
     (b"<html>502</html>", "not JSON"),
     (b'"workers"', "instead of an object"),
 ])
-def test_a_router_answer_that_is_not_a_json_object_is_a_clear_error(body, match):
+def test_a_router_answer_that_is_not_a_json_object_is_a_clear_error(body, match, serve_http):
     class Answer(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
             self.send_response(200)
@@ -67,15 +65,9 @@ def test_a_router_answer_that_is_not_a_json_object_is_a_clear_error(body, match)
         def log_message(self, *args):
             pass
 
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), Answer)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        with pytest.raises(FetchError, match=match) as info:
-            rw.Router("http://127.0.0.1:%d" % httpd.server_address[1]).workers()
-        assert info.value.cls == "not_json"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with pytest.raises(FetchError, match=match) as info:
+        rw.Router(serve_http(Answer).url).workers()
+    assert info.value.cls == "not_json"
 
 
 def test_in_flight_sums_running_and_queued_over_ranks():
@@ -86,14 +78,9 @@ def test_in_flight_sums_running_and_queued_over_ranks():
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("router")
-    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics", "--sim-tokens-per-second", "100"]) for _i in range(2)]
-    router = Router(tmp, [s.url for s in sims], key=KEY)
-    yield router, sims
-    router.stop()
-    for s in sims:
-        s.stop()
+def fleet(router_fleet):
+    started = router_fleet(KEY, sim_extra=["--sim-tokens-per-second", "100"])
+    return started.router, started.sims
 
 
 def listed(router):

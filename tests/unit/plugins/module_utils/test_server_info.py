@@ -8,7 +8,7 @@ import pathlib
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
+
+from sim_harness import LocalServer, free_port  # tests/unit/sim_harness.py
 
 KEY = "sk-test-7f3a9c1e"
 MODEL = "Qwen3.5-397B-A17B-NVFP4"
@@ -56,7 +58,7 @@ process_start_time_seconds 1.7e+09
 """ % {"m": MODEL}
 
 
-class FakeSGLang(object):
+class FakeSGLang(LocalServer):
     """Routes path -> (status, body, content type, delay before answering)."""
 
     def __init__(self):
@@ -109,14 +111,7 @@ class FakeSGLang(object):
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        LocalServer.__init__(self, Handler)
 
     def route(self, path, body, status=200, ctype="application/json", delay=0.0, headers=()):
         self.routes[path] = (status, body, ctype, delay, headers)
@@ -129,24 +124,12 @@ class FakeSGLang(object):
         self.route("/metrics", METRICS.encode(), ctype="text/plain; version=0.0.4")
         return self
 
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture
 def fake():
     server = FakeSGLang()
     yield server
     server.close()
-
-
-def closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 # --- the happy path ----------------------------------------------------------------------------
@@ -285,7 +268,7 @@ def test_launch_command_abbreviation_is_a_problem():
 
 
 def test_refused_port_is_classified_and_not_retried(fake):
-    url = "http://127.0.0.1:%d" % closed_port()
+    url = "http://127.0.0.1:%d" % free_port()
     start = time.monotonic()
     res = si.gather(url, timeout=5)
     assert time.monotonic() - start < 3
@@ -434,7 +417,7 @@ def test_loopback_detection():
 
 def test_loopback_ignores_proxy_environment(fake, monkeypatch):
     fake.sglang()
-    monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % closed_port())
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:%d" % free_port())
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
     assert si.gather(fake.url, endpoints=["server_info"], timeout=5)["ok"] is True

@@ -9,7 +9,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import threading
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
@@ -157,12 +156,8 @@ class _ModelsButNoChat(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def no_chat():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelsButNoChat)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield "http://127.0.0.1:%d" % httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
+def no_chat(serve_http):
+    return serve_http(_ModelsButNoChat).url
 
 
 def test_chat_endpoint_404_is_an_error_never_a_wrong_answer_baseline(sims, no_chat, capsys):

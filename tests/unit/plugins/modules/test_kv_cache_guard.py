@@ -7,7 +7,6 @@ import json
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import command_line
 from ansible_collections.llmops.sglang.plugins.modules import kv_cache_guard
+
+from sim_harness import free_port  # tests/unit/sim_harness.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 SIM = ROOT / "tests" / "lab" / "sglang_sim" / "sglang_sim.py"
@@ -40,12 +41,6 @@ def rows(res):
 @pytest.fixture
 def lab(fixtures_dir):
     return str(fixtures_dir / "checkpoints" / LAB)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -4,30 +4,21 @@
 """router_probe module: AnsibleModule against SGLang's real router (loopback) in front of two simulated servers."""
 
 import json
-import pathlib
-import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.modules import router_probe
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from sim_harness import Router, Sim, free_port  # noqa: E402
+from sim_harness import free_port
 
 KEY = "sk-router-probe-module-41c2"
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("router-probe-module")
-    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics"]) for _i in range(2)]
-    prometheus = free_port()
-    router = Router(tmp, [s.url for s in sims], key=KEY, extra=["--prometheus-port", str(prometheus)])
-    yield router, sims, "http://127.0.0.1:%d/metrics" % prometheus
-    router.stop()
-    for s in sims:
-        s.stop()
+def fleet(router_fleet):
+    started = router_fleet(KEY)
+    return started.router, started.sims, started.router.metrics_url
 
 
 def run(args, capsys):

@@ -4,28 +4,21 @@
 """router_worker module: AnsibleModule against SGLang's real router (loopback) in front of two simulated servers."""
 
 import json
-import pathlib
-import sys
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.modules import router_worker
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-from sim_harness import Router, Sim, free_port  # noqa: E402
+from sim_harness import free_port
 
 KEY = "sk-router-module-0c7a"
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("router-module")
-    sims = [Sim(tmp, key=KEY, extra=["--enable-metrics"]) for _i in range(2)]
-    routers = [Router(tmp, [s.url for s in sims], key=KEY) for _i in range(2)]
-    yield routers, sims
-    for p in routers + sims:
-        p.stop()
+def fleet(router_fleet):
+    started = router_fleet(KEY, routers=2)
+    return started.routers, started.sims
 
 
 WARNED = []

@@ -6,7 +6,6 @@
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 from http.server import BaseHTTPRequestHandler
@@ -16,9 +15,9 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.sglang.plugins.modules import server_info
 
+from sim_harness import Sim, free_port  # tests/unit/sim_harness.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[4]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
-from sim_harness import LocalServer, Sim  # noqa: E402  tests/unit/sim_harness.py
 
 # SGLang 0.5.23 with --kv-cache-dtype bf16 (tests/fixtures/server-info): api_key and launch_command hold the key
 INFO = json.loads((ROOT / "tests" / "fixtures" / "server-info" / "server-info-0.5.23-bf16.json").read_text(encoding="utf-8"))
@@ -27,43 +26,36 @@ MODELS = {"object": "list", "data": [{"id": "qwen3.5-397b", "object": "model", "
 METRICS = b'# TYPE sglang:token_usage gauge\nsglang:token_usage{model_name="qwen3.5-397b"} 0.25\n'
 
 
-class Server(LocalServer):
-    def __init__(self, key=None, metrics=True, status=200):
-        routes = {"/server_info": INFO, "/model_info": {"model_path": INFO["model_path"], "is_generation": True},
-                  "/v1/models": MODELS}
-        if metrics:
-            routes["/metrics"] = METRICS
+def sglang_handler(key=None, metrics=True, status=200):
+    """A handler answering SGLang 0.5.23's endpoints with the fixture's answers."""
+    routes = {"/server_info": INFO, "/model_info": {"model_path": INFO["model_path"], "is_generation": True},
+              "/v1/models": MODELS}
+    if metrics:
+        routes["/metrics"] = METRICS
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args):
-                return
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args):
+            return
 
-            def do_GET(self):
-                if key and self.headers.get("Authorization") != "Bearer " + key:
-                    code, body = 401, {"error": "Unauthorized"}
-                elif self.path in routes:
-                    code, body = status, routes[self.path]
-                else:
-                    code, body = 404, {"detail": "Not Found"}
-                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+        def do_GET(self):
+            if key and self.headers.get("Authorization") != "Bearer " + key:
+                code, body = 401, {"error": "Unauthorized"}
+            elif self.path in routes:
+                code, body = status, routes[self.path]
+            else:
+                code, body = 404, {"detail": "Not Found"}
+            raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
 
-        LocalServer.__init__(self, Handler)
+    return Handler
 
 
 @pytest.fixture
-def serve():
-    servers = []
-
-    def _serve(**kwargs):
-        servers.append(Server(**kwargs))
-        return servers[-1]
-    yield _serve
-    for s in servers:
-        s.close()
+def serve(serve_http):
+    return lambda **kwargs: serve_http(sglang_handler(**kwargs))
 
 
 def run(args, capsys):
@@ -117,10 +109,7 @@ def test_unauthorized_fails_with_the_fix(serve, capsys):
 
 
 def test_refused_port_fails_without_traceback(capsys):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    res = run({"url": "http://127.0.0.1:%d" % port}, capsys)
+    res = run({"url": "http://127.0.0.1:%d" % free_port()}, capsys)
     assert res["failed"] is True and "exception" not in res
     assert "connection refused" in res["msg"] and "is the SGLang service running" in res["msg"]
 

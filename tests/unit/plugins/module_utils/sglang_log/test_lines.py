@@ -18,7 +18,6 @@ import asyncio.base_events
 import logging
 import pathlib
 import re
-import sys
 import traceback
 
 import pytest
@@ -30,8 +29,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records 
     BARE, RANK_NAMES, SGLANG, UVICORN, parse_record)
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._rules import DEFAULT_RULES
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
-import sglang_source  # noqa: E402  tests/unit/sglang_source.py
+import sglang_source  # tests/unit/sglang_source.py
 
 FORMS = ("record", "print", "uvicorn", "text")
 ORIGINS = ("sglang", "uvicorn", "python", "external")

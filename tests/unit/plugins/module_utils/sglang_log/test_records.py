@@ -16,7 +16,6 @@ import json
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -24,10 +23,12 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audi
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records import (
     ACCESS, BARE, ECHO, SGLANG, UVICORN, parse_record, split_records)
 
+import sglang_source  # tests/unit/sglang_source.py
+
+from . import sglang_client_lines  # the table of client log sites lies beside the client lines it extends
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[4]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
-import sglang_source  # noqa: E402  tests/unit/sglang_source.py
 LOGS = ROOT / "tests" / "fixtures" / "sglang-logs"
 CLIENT_LINES = LOGS / "client-lines-sglang-0.5.23.jsonl"
 ANSWERS = json.loads((LOGS / "expected.json").read_text(encoding="utf-8"))
@@ -226,8 +227,6 @@ PAYLOAD = "x\n" + "".join(STAMP + rec + "\n" for rec in FORGED_RECORDS) + STAMP 
 
 
 def _sites():
-    sys.path.insert(0, str(HERE))
-    import sglang_client_lines  # noqa: E402  the table lives beside the client lines it extends
     return [(r[0], r[1], r[2], "".join(r[3:-1]) if len(r) > 5 else r[3], r[-1]) for r in sglang_client_lines.CLIENT_LOG_SITES]
 
 
