@@ -2,9 +2,9 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""SGLang's own start-up path for checkpoint directories, on an emulated CUDA GPU (run in SGLang's interpreter).
+"""SGLang's own start-up path for checkpoint directories, on emulated CUDA GPUs (run in SGLang's interpreter).
 
-    echo '{"capability": "9.0", "paths": [...]}' | .cache/sglang-venv/bin/python tests/unit/sglang_emulated_gpu.py
+    echo '{"capabilities": ["9.0", "12.0"], "paths": [...]}' | .cache/sglang-venv/bin/python tests/unit/sglang_emulated_gpu.py
 
 Only the CUDA queries are faked (``torch.cuda.is_available``, ``get_device_capability``, ``device_count``,
 ``mem_get_info``, ``get_device_properties``, ``torch.version.cuda``), and ``sgl_kernel``, the compiled kernel
@@ -20,18 +20,29 @@ SGLang's code, in the order a server runs it:
    its activation dtypes;
 4. ``mem_cache.kv_cache_dtype.configure_kv_cache_dtype`` with the resolved ``--kv-cache-dtype``.
 
-Prints one line ``EMULATED_GPU_RESULT=<json>``. Test-only: the collection never fakes a GPU.
+torch and the ``sglang`` package are imported once, with the GPU not yet chosen (the GPU-independent half of a start-up's
+imports), and each GPU then goes on in a child forked from that process, with the same code in the same order a
+fresh interpreter runs. The child is that fresh interpreter as long as nothing before the fork asked what the GPU is
+(only the capability and the properties differ between GPUs): each such question is recorded, and when there was one,
+every GPU runs in an interpreter of its own instead. What comes after the fork may ask: SGLang 0.5.23's
+``sglang.srt`` modules read the capability when imported (``layers/deep_gemm_wrapper/configurer.py``).
+
+Prints one line ``EMULATED_GPU_RESULT=<json>``: ``{"sglang_version", "shared_import", "gpus": [{"capability",
+"answers"}]}``. Test-only: the collection never fakes a GPU.
 """
 
 import importlib.abc
 import importlib.machinery
 import json
 import os
+import subprocess
 import sys
+import traceback
 import types
 
 MARKER = "EMULATED_GPU_RESULT="
 MEMORY = 140 << 30
+NAME = "Emulated GPU"  # the same for every capability, and no real GPU's (SGLang matches some names, such as "ZW")
 
 
 class _Kernels(types.ModuleType):
@@ -65,18 +76,28 @@ class _KernelFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def emulate(torch, major, minor):
+def emulate(torch, gpu):
+    """A CUDA GPU of capability gpu["capability"] ((major, minor)); while that is None, each question that depends on
+    it is recorded in gpu["asked"] (and answered with (0, 0))."""
+    def capability():
+        if gpu["capability"] is None:
+            gpu["asked"].append("".join(traceback.format_stack(limit=6)[:-2]))
+            return (0, 0)
+        return gpu["capability"]
+
+    def properties(device=None):
+        major, minor = capability()
+        return types.SimpleNamespace(name=NAME, major=major, minor=minor, total_memory=MEMORY, multi_processor_count=132,
+                                     L2_cache_size=50 << 20, warp_size=32, gcnArchName="")
     torch.version.cuda = "12.9"
     torch.cuda.is_available = lambda: True
     torch.cuda.device_count = lambda: 1
     torch.cuda.current_device = lambda: 0
     torch.cuda.set_device = lambda device: None
-    torch.cuda.get_device_capability = lambda device=None: (major, minor)
-    torch.cuda.get_device_name = lambda device=None: "Emulated GPU sm_%d%d" % (major, minor)
+    torch.cuda.get_device_capability = lambda device=None: capability()
+    torch.cuda.get_device_name = lambda device=None: NAME  # as torch answers: get_device_properties(device).name
     torch.cuda.mem_get_info = lambda device=None: (MEMORY, MEMORY)
-    torch.cuda.get_device_properties = lambda device=None: types.SimpleNamespace(
-        name="Emulated GPU", major=major, minor=minor, total_memory=MEMORY, multi_processor_count=132,
-        L2_cache_size=50 << 20, warp_size=32, gcnArchName="")
+    torch.cuda.get_device_properties = properties
     sys.meta_path.insert(0, _KernelFinder())
 
 
@@ -129,24 +150,81 @@ def start(path, torch, api):
     return answer
 
 
-def main():
-    request = json.loads(sys.stdin.read())
-    major, minor = (int(x) for x in request["capability"].split("."))
-    import torch
-    emulate(torch, major, minor)
-    keep = torchvision_without_ops(torch)  # noqa: F841  the op schemas live as long as the library object
-    import sglang
+def _pair(capability):
+    major, minor = (int(x) for x in capability.split("."))
+    return (major, minor)
+
+
+def _sglang_api():
+    """SGLang's start-up functions; importing them may ask about the GPU."""
     from sglang.srt.arg_groups.overrides import resolution_result
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype
     from sglang.srt.model_loader.loader import _get_quantization_config
     from sglang.srt.server_args import ServerArgs
-    api = {"ServerArgs": ServerArgs, "resolution_result": resolution_result, "ModelConfig": ModelConfig,
-           "LoadConfig": LoadConfig, "get_quantization_config": _get_quantization_config,
-           "configure_kv_cache_dtype": configure_kv_cache_dtype}
-    result = {"sglang_version": sglang.__version__, "capability": request["capability"],
-              "answers": [start(p, torch, api) for p in request["paths"]]}
+    return {"ServerArgs": ServerArgs, "resolution_result": resolution_result, "ModelConfig": ModelConfig, "LoadConfig": LoadConfig,
+            "get_quantization_config": _get_quantization_config, "configure_kv_cache_dtype": configure_kv_cache_dtype}
+
+
+def _answers(torch, paths):
+    api = _sglang_api()
+    return [start(p, torch, api) for p in paths]
+
+
+def _forked(gpu, capability, paths, torch):
+    """The answers for one GPU from a child of this process, which has imported torch and sglang with no GPU chosen."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read)
+            gpu["capability"] = _pair(capability)
+            with os.fdopen(write, "w") as out:
+                out.write(json.dumps(_answers(torch, paths)))
+            status = 0
+        except BaseException:  # noqa: BLE001  the child says why on stderr and exits without running the parent's code
+            traceback.print_exc()
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as got:
+        data = got.read()
+    _pid, status = os.waitpid(pid, 0)
+    if status:
+        raise SystemExit("emulated GPU %s: the forked start-up failed (wait status %d)" % (capability, status))
+    return json.loads(data)
+
+
+def _fresh(capability, paths):
+    """The answers for one GPU from a fresh interpreter that emulates it from the start."""
+    done = subprocess.run([sys.executable, "-B", os.path.abspath(__file__)], input=json.dumps({"capabilities": [capability], "paths": paths}),
+                          capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARKER)]
+    if not lines:
+        raise SystemExit("emulated GPU %s gave no answer (exit %s): %s" % (capability, done.returncode, done.stderr[-3000:]))
+    return json.loads(lines[-1][len(MARKER):])["gpus"][0]["answers"]
+
+
+def main():
+    request = json.loads(sys.stdin.read())
+    capabilities, paths = request["capabilities"], request["paths"]
+    import torch
+    gpu = {"capability": _pair(capabilities[0]) if len(capabilities) == 1 else None, "asked": []}
+    emulate(torch, gpu)
+    keep = torchvision_without_ops(torch)  # noqa: F841  the op schemas live as long as the library object
+    import sglang
+    if len(capabilities) == 1:
+        answers = [_answers(torch, paths)]
+    elif gpu["asked"]:
+        # an import asked what the GPU is, and may keep the answer: a process per GPU, as a server would be
+        sys.stderr.write("emulated GPUs: the import asked about the GPU, one interpreter per GPU:\n%s" % gpu["asked"][0])
+        answers = [_fresh(c, paths) for c in capabilities]
+    else:
+        answers = [_forked(gpu, c, paths, torch) for c in capabilities]
+    result = {"sglang_version": sglang.__version__, "shared_import": len(capabilities) > 1 and not gpu["asked"],
+              "gpus": [{"capability": c, "answers": a} for c, a in zip(capabilities, answers)]}
     sys.stdout.write(MARKER + json.dumps(result) + "\n")
 
 

@@ -204,15 +204,19 @@ def _is_log_call(node):
 
 
 def _log_wrappers(tree):
-    """Names of the file's functions that hand a parameter to a log call (RequestLogger._log: ``target.info(msg)``)."""
+    """Names of the file's functions that hand a parameter to a log call (RequestLogger._log: ``target.info(msg)``), the
+    call anywhere inside the function. One pass over the tree, each node with the functions around it (walking every
+    function's subtree again for each function it is nested in cost seconds per release)."""
     names = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            params = {a.arg for a in fn.args.args if a.arg != "self"}
-            for call in ast.walk(fn):
-                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LOG_METHODS
-                        and any(isinstance(a, ast.Name) and a.id in params for a in call.args)):
-                    names.add(fn.name)
+    todo = [(tree, ())]
+    while todo:
+        node, around = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            around = around + ((node.name, {a.arg for a in node.args.args if a.arg != "self"}),)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOG_METHODS:
+            passed = {a.id for a in node.args if isinstance(a, ast.Name)}
+            names.update(name for name, params in around if passed & params)
+        todo.extend((child, around) for child in ast.iter_child_nodes(node))
     return names
 
 

@@ -9,7 +9,8 @@ Two differential tests run every checkpoint shape in tests/fixtures/checkpoint-s
 
 - SGLang's start-up path on emulated GPUs of capability 9.0, 10.0 and 12.0 (tests/unit/sglang_emulated_gpu.py: the
   server args with their architecture and GPU overrides, ModelConfig, the loader's quantization config with its
-  capability check, configure_kv_cache_dtype), one subprocess per GPU, against the model for that GPU;
+  capability check, configure_kv_cache_dtype), one subprocess that imports SGLang once and forks per GPU, against
+  the model for that GPU;
 - the probe the modules send (plugins/module_utils/_kv_auto_probe.py) on this CPU-only machine, against the model
   for any GPU.
 
@@ -58,17 +59,14 @@ EMULATOR = ROOT / "tests" / "unit" / "sglang_emulated_gpu.py"
 @pytest.fixture(scope="module")
 def emulated(sglang_python):
     """SGLang's start-up answers per emulated GPU: {capability: {shape: answer}}."""
-    answers = {}
-    for capability in GPUS:
-        request = json.dumps({"capability": capability, "paths": [str(p) for p in SHAPE_DIRS]})
-        done = subprocess.run([sglang_python, "-B", str(EMULATOR)], input=request, capture_output=True, text=True,
-                              timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"), check=False)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("EMULATED_GPU_RESULT=")]
-        assert lines, "the emulated start-up gave no answer (exit %s): %s" % (done.returncode, done.stderr[-3000:])
-        result = json.loads(lines[-1].split("=", 1)[1])
-        assert result["sglang_version"] == ka.SGLANG_VERSION and result["capability"] == capability
-        answers[capability] = dict((os.path.basename(a["path"]), a) for a in result["answers"])
-    return answers
+    request = json.dumps({"capabilities": list(GPUS), "paths": [str(p) for p in SHAPE_DIRS]})
+    done = subprocess.run([sglang_python, "-B", str(EMULATOR)], input=request, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"), check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("EMULATED_GPU_RESULT=")]
+    assert lines, "the emulated start-up gave no answer (exit %s): %s" % (done.returncode, done.stderr[-3000:])
+    result = json.loads(lines[-1].split("=", 1)[1])
+    assert result["sglang_version"] == ka.SGLANG_VERSION and [g["capability"] for g in result["gpus"]] == list(GPUS)
+    return dict((g["capability"], dict((os.path.basename(a["path"]), a) for a in g["answers"])) for g in result["gpus"])
 
 
 @pytest.mark.parametrize("capability", GPUS)
