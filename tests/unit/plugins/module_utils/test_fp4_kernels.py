@@ -17,17 +17,15 @@ import hashlib
 import os
 import pathlib
 import re
-import sys
 import types
 
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _fp4_kernels as fk
 
-import sglang_source  # tests/unit/sglang_source.py, on sys.path through tests/unit/conftest.py
+import sglang_source  # tests/unit/sglang_source.py
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import fp4_derive  # noqa: E402  tests/unit/plugins/module_utils/fp4_derive.py
+from . import fp4_derive  # tests/unit/plugins/module_utils/fp4_derive.py
 
 MANIFEST = fp4_derive.FLASHINFER_FIXTURES / "MANIFEST.md"
 

@@ -29,7 +29,7 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
 
-import sglang_source  # tests/unit/sglang_source.py, on sys.path through tests/unit/conftest.py
+import sglang_source  # tests/unit/sglang_source.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 SHAPES = ROOT / "tests" / "fixtures" / "checkpoint-shapes"
