@@ -35,7 +35,10 @@ attributes:
   diff_mode:
     support: full
     details:
-      - Shows the old and new text of each file whose content changes, except files given as O(files[].secret_content).
+      - Shows, for each directory and file that changes, its state, owner, group and mode before and after (a
+        directory or file created, replaced or whose owner or mode is fixed), and the old and new text of each file
+        whose content changes, except files given as O(files[].secret_content) (their state, owner and mode are
+        shown, never their text).
 options:
   files:
     description: Files, each with exactly one of O(files[].content) and O(files[].secret_content).
