@@ -21,6 +21,7 @@ import shlex
 import stat
 
 from ansible_collections.llmops.sglang.plugins.module_utils._files import file_mode, holds, write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 
 # A diff shows text up to this size; larger or binary content is summarised.
 DIFF_LIMIT = 256 * 1024
@@ -30,9 +31,33 @@ DEFAULTS = {"directory": {"owner": "root", "group": "root", "mode": "0755"},
 
 
 def entry_spec(kind, **more):
-    """The argument spec of one directory or file entry (host_files installs them, host_state compares them)."""
+    """The argument spec of one directory or file entry."""
     return dict({k: {"type": "raw" if k == "mode" else "str", "default": v} for k, v in DEFAULTS[kind].items()},
                 path={"type": "path", "required": True}, **more)
+
+
+def argument_spec():
+    """The options directories and files, one spec for host_files (which installs them) and host_state (which compares
+    them in check mode): a role gives both modules the same entries."""
+    files = entry_spec("file", content={"type": "str"}, secret_content={"type": "str", "no_log": True}, validate={"type": "str"})
+    return {"directories": {"type": "list", "elements": "dict", "default": [], "options": entry_spec("directory")},
+            "files": {"type": "list", "elements": "dict", "default": [], "options": files,
+                      "mutually_exclusive": [["content", "secret_content"]], "required_one_of": [["content", "secret_content"]]}}
+
+
+def secret_safe(module_class):
+    """AnsibleModule writes a list option to the host's journal as its repr, where a multi-line secret_content no
+    longer matches its no_log value (the newlines are escaped) and would be logged whole: this subclass of
+    module_class (host_files' and host_state's) writes the invocation line from the options with every no_log value
+    masked in the structure first. (A function, so that a tool that swaps AnsibleModule to read the argument spec
+    still sees the call.)"""
+
+    class Module(module_class):
+        def _log_invocation(self):
+            params = redact(self.params, secrets=sorted(self.no_log_values))
+            self.log("Invoked with %s" % " ".join("%s=%s" % item for item in sorted(params.items())), log_args=params)
+
+    return Module
 
 
 class HostFilesError(Exception):
