@@ -27,6 +27,7 @@ $(BIN)/ansible-playbook: requirements.txt
 
 host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, nftables, zstd, rsync, systemd-journal-remote)
 	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null && command -v rsync >/dev/null \
+	  && command -v zstd >/dev/null \
 	  && [ -x /lib/systemd/systemd-journal-remote ] || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync systemd-journal-remote; }
 

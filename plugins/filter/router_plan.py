@@ -8,51 +8,46 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 name: router_plan
-short_description: What the router role derives from its settings
+short_description: Internal to the router role - what it derives from its settings, and the wheels a host lacks
 version_added: 0.1.0
 author:
   - llmops maintainers (@llmops)
 description:
-  - Takes the router role's settings (every C(router_*) variable) and returns the values the role acts on, so its
-    tasks and templates only wire them. The one place that decides the router's worker list, command line, pip
-    command and the settings the role refuses.
-  - Worker URLs are built by the collection's URL rule (M(llmops.sglang.worker_url) filter), IPv6 bracketed; the
-    checks on the router host reach it by the M(llmops.sglang.local_url) rule; loopback is
-    M(llmops.sglang.is_loopback)'s.
-positional: _input, hostvars, hosts, host
+  - Internal to the collection's C(router) role, not an API - its phases and results may change in any release.
+    The role hands over its settings by name (C(_router_setting_names) in its C(vars/main.yml)) and one phase's
+    inputs; C(plugins/plugin_utils/_router_plan.py) decides.
+  - Phase V(plan) (inputs C(hostvars) - each worker host's C(sglang_server_host), C(sglang_server_port) and
+    C(ansible_host) are read -, the hosts of C(router_worker_group) and the router host, whose own server may listen on
+    loopback) - the values the role acts on, so its tasks and templates only wire them. The one place that decides the
+    router's worker list, command line, pip command and the settings the role refuses. The role keeps it as the fact
+    C(_router_plan).
+  - Worker URLs are built by the collection's URL rule (P(llmops.sglang.worker_url#filter)), IPv6 bracketed; the
+    checks on the router host reach it by the P(llmops.sglang.local_url#filter) rule; loopback is
+    P(llmops.sglang.is_loopback#filter)'s.
+  - Phase V(wheels) (inputs the registered finds of the controller's wheelhouse and of the host's) - the wheels the host
+    lacks (missing, or of another size) and the directories they go into.
+positional: _input, phase
 options:
   _input:
-    description:
-      - The role's settings, name to value (the role passes every variable named C(router_*)).
-      - Used are the options of the router role's C(meta/argument_specs.yml); other names are ignored.
+    description: The role's settings by variable name, every name of C(_router_setting_names).
     type: dict
     required: true
-  hostvars:
-    description: C(hostvars); for each worker host its C(sglang_server_host), C(sglang_server_port) and C(ansible_host) are read.
-    type: raw
-    required: true
-  hosts:
-    description: The hosts of C(router_worker_group).
-    type: list
-    elements: str
-    required: true
-  host:
-    description: The router host (C(inventory_hostname)); its own server may listen on loopback.
+  phase:
+    description: What to decide; the phase's inputs follow it.
     type: str
     required: true
+    choices: [plan, wheels]
 """
 
 EXAMPLES = r"""
 - name: The router's command line
   ansible.builtin.debug:
-    msg: "{{ settings | llmops.sglang.router_plan(hostvars, groups[router_worker_group], inventory_hostname) }}"
-  vars:
-    settings: "{{ dict(q('ansible.builtin.varnames', '^router_') | zip(q('ansible.builtin.vars', *q('ansible.builtin.varnames', '^router_')))) }}"
+    msg: "{{ _router_settings | llmops.sglang.router_plan('plan', hostvars, groups[router_worker_group], inventory_hostname) }}"
 """
 
 RETURN = r"""
 _value:
-  description: The derived values.
+  description: Phase V(plan) - the derived values (below); phase V(wheels) - C({files, dirs}), C(files) each C({src, dest}), C(dirs) each C({path}).
   type: dict
   contains:
     dir:
@@ -110,16 +105,10 @@ _value:
       elements: str
 """
 
-from ansible.errors import AnsibleFilterError
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _router_plan
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import role_filter
 
-from ansible_collections.llmops.sglang.plugins.plugin_utils._router_plan import PlanError, plan
-
-
-def router_plan(settings, hostvars, hosts, host):
-    try:
-        return plan(settings, hostvars, hosts, host)
-    except PlanError as exc:
-        raise AnsibleFilterError(str(exc))
+router_plan = role_filter("router_plan", _router_plan)
 
 
 class FilterModule(object):

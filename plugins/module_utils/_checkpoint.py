@@ -17,6 +17,7 @@ import os
 import struct
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
 from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, file_kind, open_regular, read_regular
 
 CONFIG_JSON = "config.json"
@@ -138,15 +139,14 @@ def _int(view, key, minimum=0, maximum=MAX_DIM, required=False):
             raise CheckpointError("config.json: %s is missing: the config does not describe a decoder model; "
                                   "use the model's own config.json" % key)
         return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    number = whole_number(value)
+    if number is None:
         raise CheckpointError("config.json: %s must be an integer, found %r: fix or re-download config.json"
                               % (key, value))
-    if value < minimum or value > maximum:
+    if number < minimum or number > maximum:
         raise CheckpointError("config.json: %s=%d is outside %d..%d: fix or re-download config.json"
-                              % (key, value, minimum, maximum))
-    return value
+                              % (key, number, minimum, maximum))
+    return number
 
 
 def normalize_model_dtype(value):

@@ -26,6 +26,12 @@ Requirement rule (``arch_satisfied``), cubins only:
   family members).
 - PTX never meets a requirement: it is JIT-compiled at load time, and arch-specific PTX
   (``compute_120a``) only for that exact arch.
+
+Kernel requirement (``scan_kernels``, ``kernel_report``): a pattern (a Python regex, searched) is met for a required
+arch when some kernel of a cubin that meets that arch (the rule above) matches it, in its mangled name or in its
+identifiers joined by ``::`` (_cubin). Only the cubins that meet a required arch are unpacked: plain ones are read
+as they are, LZ4 ones in Python, zstd ones by the host's ``zstd`` program (bounded like cuobjdump); with the
+cuobjdump reader the kernels come from ``--dump-elf-symbols`` (no code sizes).
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ import sysconfig
 import tempfile
 import zipfile
 
-from ansible_collections.llmops.sglang.plugins.module_utils._fatbin import FatbinError, read_entries
+from ansible_collections.llmops.sglang.plugins.module_utils._cubin import CubinError, kernels as cubin_kernels, readable
+from ansible_collections.llmops.sglang.plugins.module_utils._fatbin import FatbinError, lz4_block, read_entries, read_payload
 from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
 NO_DEVICE_CODE = "does not contain device code"
@@ -51,6 +58,16 @@ MAX_LIBRARY_BYTES = 4 * 1024 ** 3
 MAX_CUOBJDUMP_OUTPUT = 256 * 1024 * 1024
 CUOBJDUMP_TIMEOUT = 900
 CUOBJDUMP_PYPI = "nvidia-cuda-cuobjdump"
+# Bounds of the kernel check, per library: cubins unpacked and bytes unpacked (sgl-kernel 0.4.5's sm_120a cubins:
+# 51 per library; libcublasLt.so.13's sm_120f ones: 1,133), the time of one zstd run and the output it may give
+# (frames of several cubins go to one run), kernel names kept per pattern and arch, patterns.
+MAX_KERNEL_CUBINS = 20000
+MAX_KERNEL_BYTES = 16 * 1024 ** 3
+ZSTD_TIMEOUT = 120
+ZSTD_BATCH_BYTES = 64 * 1024 * 1024
+KERNEL_EXAMPLES = 5
+MAX_KERNEL_PATTERNS = 100
+ZSTD_FIX = "install the zstd program (Debian/Ubuntu: apt install zstd; RHEL/Fedora: dnf install zstd), or set reader=cuobjdump"
 
 _LISTING_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(.+?)\s*$")
 _NAME_ARCH_RE = re.compile(r"\.(sm_\d+[a-z]?)\.(?:cubin|ptx)$")
@@ -343,6 +360,228 @@ def cuobjdump_entries(path, cuobjdump, runner=default_runner):
     return True, [dict(c, kind="elf") for c in cubins] + [dict(p, kind="ptx") for p in ptx], resolved
 
 
+def parse_elf_symbols(stdout):
+    """``[(arch, [kernel name, ...]), ...]``, one per cubin in file order, from ``--dump-elf-symbols`` output: the
+    defined ``FUNC`` symbols marked ``ENTRY``."""
+    cubins = []
+    pending = None
+    for line in stdout.splitlines():
+        line = line.strip()
+        header = _HEADER_RE.match(line)
+        if header:
+            pending = header.group(1)
+            continue
+        arch = _HEADER_ARCH_RE.match(line)
+        if arch and pending:
+            if pending == "elf":
+                cubins.append((arch.group(1), []))
+            pending = None
+            continue
+        fields = line.split()
+        if cubins and len(fields) == 5 and fields[0] == "FUNC" and fields[3] == "ENTRY":
+            cubins[-1][1].append(fields[4])
+    return cubins
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+def kernel_patterns(patterns):
+    """``[(text, compiled regex), ...]`` of require_kernels; a pattern that is not a regex names itself and why."""
+    compiled = []
+    for text in patterns:
+        text = str(text)
+        if not text.strip():
+            raise CudaBinaryError("require_kernels holds an empty pattern: write a regex such as 'fp4|e2m1'")
+        try:
+            compiled.append((text, re.compile(text)))
+        except re.error as exc:
+            raise CudaBinaryError("require_kernels: %r is not a Python regular expression (%s); escape what is meant "
+                                  "literally, for example 'operator\\(\\)'" % (text, exc))
+    if len(compiled) > MAX_KERNEL_PATTERNS:
+        raise CudaBinaryError("require_kernels holds %d patterns, more than %d: join them with |" % (len(compiled), MAX_KERNEL_PATTERNS))
+    return compiled
+
+
+def find_zstd(environ=None):
+    environ = os.environ if environ is None else environ
+    path = shutil.which("zstd", path=environ.get("PATH", os.defpath))
+    if not path:
+        raise CudaBinaryError("a cubin to read for its kernels is zstd-compressed and the zstd program is not on PATH: %s" % ZSTD_FIX)
+    return path
+
+
+def unzstd(zstd, data, size, what="a cubin"):
+    """zstd frames unpacked by the zstd program to exactly ``size`` bytes (what their fatbin entries declare)."""
+    rc, out, err, timed_out, not_found = run_bounded([zstd, "-d", "-c", "-q"], ZSTD_TIMEOUT, dict(os.environ, LC_ALL="C"),
+                                                     size + 65536, text=False, input=data)
+    detail = err.decode("utf-8", "replace").strip()[:500]
+    if not_found:
+        raise CudaBinaryError("cannot run %s: %s; %s" % (zstd, detail, ZSTD_FIX))
+    if timed_out:
+        why = "did not finish within %d s" % ZSTD_TIMEOUT
+    elif rc is None:
+        why = "printed more than the %d bytes declared and was stopped" % size
+    elif rc != 0:
+        why = "exited with %d (%s)" % (rc, detail or "no message")
+    elif len(out) != size:
+        why = "gave %d bytes where the fatbin entries declare %d" % (len(out), size)
+    else:
+        return out
+    raise CudaBinaryError("zstd could not unpack %s: it %s; the fatbin is corrupt, or set reader=cuobjdump" % (what, why))
+
+
+def _cubin_kernels(cubin, data):
+    try:
+        return cubin_kernels(data)
+    except CubinError as exc:
+        raise CudaBinaryError("%s (%s): %s; set reader=cuobjdump for a second opinion" % (cubin["name"], cubin["arch"], exc))
+
+
+def fatbin_kernels(path, cubins, wanted, zstd=None):
+    """``[(cubin, [(kernel name, code size), ...]), ...]`` for the cubins of a library that ``wanted(cubin)`` picks,
+    in file order, their payloads read from the file and unpacked when compressed. zstd frames go to one zstd run per
+    ZSTD_BATCH_BYTES of output (zstd unpacks concatenated frames back to back; each entry declares its size). Bounded
+    by MAX_KERNEL_CUBINS and MAX_KERNEL_BYTES."""
+    found, pending, total = [], [], [0, 0]
+
+    def unpack_pending():
+        if not pending:
+            return
+        what = "%s%s" % (pending[0][1]["name"], " and the %d zstd cubins after it" % (len(pending) - 1) if len(pending) > 1 else "")
+        out = unzstd(zstd or find_zstd(), b"".join(data for _at, _c, data, _size in pending), sum(size for _at, _c, _data, size in pending),
+                     what)
+        at = 0
+        for position, cubin, _data, size in pending:
+            found.append((position, cubin, _cubin_kernels(cubin, out[at:at + size])))
+            at += size
+        del pending[:]
+
+    try:
+        with open(path, "rb") as handle:
+            for position, cubin in enumerate(cubins):
+                if not wanted(cubin):
+                    continue
+                method, data, size = read_payload(handle, cubin["offset"])
+                total[0] += 1
+                total[1] += size
+                if total[0] > MAX_KERNEL_CUBINS or total[1] > MAX_KERNEL_BYTES:
+                    raise CudaBinaryError("the cubins to read for their kernels are more than %d, or unpack to more than %d bytes: "
+                                          "narrow require_archs" % (MAX_KERNEL_CUBINS, MAX_KERNEL_BYTES))
+                if method == "zstd":
+                    if pending and sum(p[3] for p in pending) + size > ZSTD_BATCH_BYTES:
+                        unpack_pending()
+                    pending.append((position, cubin, data, size))
+                    continue
+                found.append((position, cubin, _cubin_kernels(cubin, lz4_block(data, size) if method == "lz4" else data)))
+            unpack_pending()
+    except FatbinError as exc:
+        raise CudaBinaryError("%s; if cuobjdump can read it, set reader=cuobjdump" % exc)
+    except (IOError, OSError) as exc:
+        raise CudaBinaryError("cannot be read: %s" % (exc.strerror or exc))
+    return [(cubin, kernels) for _position, cubin, kernels in sorted(found, key=lambda item: item[0])]
+
+
+def cuobjdump_kernels(path, cubins, wanted, cuobjdump, runner=default_runner):
+    """The same from ``cuobjdump --dump-elf-symbols`` (code sizes unknown: None)."""
+    rc, out, err = runner([cuobjdump, "--dump-elf-symbols", path])
+    if rc != 0:
+        raise CudaBinaryError("cuobjdump --dump-elf-symbols exited with %d: %s" % (rc, (err or out).strip()[:500] or "no output"))
+    dumped = parse_elf_symbols(out)
+    if len(dumped) != len(cubins) or any((split_arch(a) or (None,))[0] != (split_arch(c["arch"] or "") or (None,))[0]
+                                         for (a, _names), c in zip(dumped, cubins)):
+        raise CudaBinaryError("cuobjdump --dump-elf-symbols lists %d cubins where --list-elf lists %d: set reader=fatbin"
+                              % (len(dumped), len(cubins)))
+    return [(c, [(name, None) for name in names]) for (_a, names), c in zip(dumped, cubins) if wanted(c)]
+
+
+def kernel_reader(reader="fatbin", cuobjdump=None, runner=default_runner):
+    """A callable (path, cubins, wanted) -> [(cubin, [(name, size)])] for the chosen reader."""
+    if reader == "cuobjdump":
+        return lambda path, cubins, wanted: cuobjdump_kernels(path, cubins, wanted, cuobjdump, runner)
+    return fatbin_kernels
+
+
+def scan_kernels(path, cubins, read, patterns, required, accept_family=False):
+    """The kernels of the cubins of one library that meet a required arch, matched against the patterns.
+
+    Returns ``{'cubins': n, 'kernels': n, 'matches': [row, ...]}``, one row per (pattern, required arch): ``pattern``,
+    ``arch``, ``count`` and ``code_bytes`` of the matching kernels, ``smallest`` (the smallest one's code size),
+    ``kernels`` (the first KERNEL_EXAMPLES: name, readable, size, cubin arch and name), ``cubins_searched`` and
+    ``kernels_searched`` (for that arch)."""
+    def meets(cubin):
+        return [arch for arch in required if arch_satisfied(arch, [cubin["arch"] or ""], accept_family)]
+
+    rows = [{"pattern": text, "arch": arch, "count": 0, "code_bytes": 0, "smallest": None, "kernels": [],
+             "cubins_searched": 0, "kernels_searched": 0} for text, _regex in patterns for arch in required]
+    by_key = dict(((row["pattern"], row["arch"]), row) for row in rows)
+    total = {"cubins": 0, "kernels": 0}
+    for cubin, kernels in read(path, cubins, lambda c: bool(meets(c))):
+        archs = meets(cubin)
+        total["cubins"] += 1
+        total["kernels"] += len(kernels)
+        for text, _regex in patterns:
+            for arch in archs:
+                by_key[(text, arch)]["cubins_searched"] += 1
+                by_key[(text, arch)]["kernels_searched"] += len(kernels)
+        for name, size in kernels:
+            joined = readable(name)
+            for text, regex in patterns:
+                if not (regex.search(name) or regex.search(joined)):
+                    continue
+                for arch in archs:
+                    row = by_key[(text, arch)]
+                    row["count"] += 1
+                    if size is not None:
+                        row["code_bytes"] += size
+                        row["smallest"] = size if row["smallest"] is None else min(size, row["smallest"])
+                    if len(row["kernels"]) < KERNEL_EXAMPLES:
+                        row["kernels"].append({"name": name, "readable": joined, "size": size, "arch": cubin["arch"],
+                                               "cubin": cubin["name"]})
+    return dict(total, matches=rows)
+
+
+def kernel_report(libraries, patterns, required):
+    """``(rows, missing)`` over every library's ``kernels``: one row per (pattern, required arch), the rows of
+    scan_kernels added up (each kernel named with its library), and ``[{'pattern': ..., 'arch': ...}]`` for the rows
+    without a match."""
+    merged = {}
+    for text, _regex in patterns:
+        for arch in required:
+            merged[(text, arch)] = {"pattern": text, "arch": arch, "count": 0, "code_bytes": 0, "smallest": None, "kernels": [],
+                                    "cubins_searched": 0, "kernels_searched": 0}
+    for lib in libraries:
+        for row in (lib.get("kernels") or {}).get("matches", []):
+            into = merged[(row["pattern"], row["arch"])]
+            for field in ("count", "code_bytes", "cubins_searched", "kernels_searched"):
+                into[field] += row[field]
+            if row["smallest"] is not None:
+                into["smallest"] = row["smallest"] if into["smallest"] is None else min(row["smallest"], into["smallest"])
+            into["kernels"].extend(dict(k, library=lib["path"]) for k in row["kernels"][:KERNEL_EXAMPLES - len(into["kernels"])])
+    rows = list(merged.values())
+    return rows, [{"pattern": row["pattern"], "arch": row["arch"]} for row in rows if row["count"] == 0]
+
+
+def missing_kernels_message(result, rows, accept_family=False):
+    """Why the kernel requirement failed: per missing (pattern, arch), what was searched, and what to do."""
+    parts = []
+    for row in rows:
+        if row["count"]:
+            continue
+        number, suffix = split_arch(row["arch"])
+        if row["cubins_searched"]:
+            searched = "searched %d kernels in %d cubins that meet %s" % (row["kernels_searched"], row["cubins_searched"], row["arch"])
+        else:
+            searched = "no cubin meets %s" % row["arch"]
+        if suffix == "a" and not accept_family and "sm_%df" % number in result["elf_archs"]:
+            searched += "; sm_%df family cubins are not counted without accept_family=true" % number
+        parts.append("no kernel matching %r has a cubin for %s (%s)" % (row["pattern"], row["arch"], searched))
+    return ("%s: %s. Patterns are Python regexes searched in each kernel's mangled name and in its identifiers joined by "
+            "'::' (kernel_matches shows what matched). Fix: install a build whose kernels for those archs include them "
+            "(sgl-kernel FP4 ops need SGL_KERNEL_ENABLE_FP4=ON and TORCH_CUDA_ARCH_LIST including the arch, for example "
+            "12.0a), or take them from the package that provides them." % (result["source"], "; ".join(parts)))
+
+
 def summarize(entries):
     """Count per (kind, arch): ``[{'kind': 'elf', 'arch': 'sm_120f', 'count': 3, 'arch_specific': False,
     'family': True}, ...]``, cubins first, then by arch number."""
@@ -370,8 +609,9 @@ def _without_kind(entry):
     return dict((key, value) for key, value in entry.items() if key != "kind")
 
 
-def inspect_library(path, read=fatbin_entries, display=None, list_cubins=False):
-    """The device code of one shared library: counts per arch, and with list_cubins every cubin and PTX file."""
+def inspect_library(path, read=fatbin_entries, display=None, list_cubins=False, kernels=None):
+    """The device code of one shared library: counts per arch, with list_cubins every cubin and PTX file, and with
+    kernels (a callable (path, cubins) -> scan_kernels' answer) the kernel matches under ``kernels``."""
     result = {
         "path": display or path,
         "sha256": sha256_file(path),
@@ -397,6 +637,11 @@ def inspect_library(path, read=fatbin_entries, display=None, list_cubins=False):
     )
     if list_cubins:
         result.update(cubins=[_without_kind(c) for c in cubins], ptx=[_without_kind(p) for p in ptx])
+    if kernels is not None:
+        try:
+            result["kernels"] = kernels(path, cubins)
+        except CudaBinaryError as exc:
+            raise CudaBinaryError("%s: %s" % (result["path"], exc))
     return result
 
 
@@ -443,11 +688,11 @@ def _inspect_directory(path, inspect):
     return libraries
 
 
-def inspect_path(path, read=fatbin_entries, tmp_dir=None, list_cubins=False):
+def inspect_path(path, read=fatbin_entries, tmp_dir=None, list_cubins=False, kernels=None):
     """Inspect a wheel, a directory (recursively, every ``*.so``/``*.so.N``) or one library; ``read`` is a
-    library_reader()."""
+    library_reader(), ``kernels`` as for inspect_library."""
     def inspect(library, display):
-        return inspect_library(library, read, display, list_cubins)
+        return inspect_library(library, read, display, list_cubins, kernels)
 
     if not os.path.exists(path):
         raise CudaBinaryError("%s does not exist: give a wheel (.whl), a directory or a shared library (.so)" % path)

@@ -24,7 +24,12 @@ libcublasLt.so.13 of PyPI nvidia-cublas 13.8.2.12 (5,351 cubins in 2,634 contain
   (the next entry starts at entry + header size + payload size), +28 u32 arch number (120 for sm_120),
   +40 u64 flags.
 - Flags: 0x100000 arch-specific (``sm_120a``), 0x200000 family (``sm_120f``, which ``--list-elf`` prints as
-  ``sm_120``), 0x8000 compressed payload. Each entry is one file of cuobjdump's listing, in file order, numbered
+  ``sm_120``), 0x8000 payload compressed as a zstd frame (nvcc's default), 0x2000 compressed as an LZ4 block
+  (``--compress-mode=speed``, and older toolkits).
+- A compressed entry's header also holds, at +16, the u32 size of the compressed data (the payload is that,
+  padded to 8 bytes) and at +56 the u64 size of the unpacked cubin; both were checked against the cubins that
+  ``cuobjdump -xelf all`` unpacks from tests/fixtures/fatbin/libkernel_names.so and against the sgl-kernel
+  0.4.5/0.4.10 wheels (docs/evidence/sgl-kernel-fp4-kernels.md). Each entry is one file of cuobjdump's listing, in file order, numbered
   per kind from 1 (``libfoo.3.sm_120a.cubin``).
 - The embedded cubin's own ELF header does not tell them apart: its e_flags are 0x6007802 for sm_120, sm_120a and
   sm_120f alike (nvcc 13.0), and a compressed payload would have to be unpacked first; the entry flags are read.
@@ -41,7 +46,8 @@ FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX = 1
 KIND_ELF = 2
 KIND_NAMES = {KIND_PTX: "ptx", KIND_ELF: "elf"}
-FLAG_COMPRESSED = 0x8000
+FLAG_COMPRESSED = 0x8000  # zstd
+FLAG_LZ4 = 0x2000
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY = 0x200000
 ENTRY_MIN_HEADER = 64
@@ -49,12 +55,16 @@ ENTRY_MIN_HEADER = 64
 # uses extended numbering.
 MAX_ENTRIES = 1000000
 MAX_SECTIONS = 65536
+# The largest cubin unpacked for its symbols (libcublasLt's largest is a few MB, sgl-kernel's under 1 MB).
+MAX_CUBIN_BYTES = 512 * 1024 * 1024
 _ZERO_CHUNK = 1 << 20
 
 _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQ")
 _ARCH = struct.Struct("<I")
 _FLAGS = struct.Struct("<Q")
+_PACKED = struct.Struct("<I")
+_UNPACKED = struct.Struct("<Q")
 _SECTION = struct.Struct("<IIQQQQIIQQ")
 
 
@@ -68,6 +78,11 @@ def arch_name(number, flags):
         raise FatbinError("both the arch-specific and the family flag are set (flags 0x%x)" % flags)
     suffix = "a" if flags & FLAG_ARCH_SPECIFIC else "f" if flags & FLAG_FAMILY else ""
     return "sm_%d%s" % (number, suffix)
+
+
+def compression(flags):
+    """'zstd', 'lz4' or None: how an entry's payload is compressed."""
+    return "zstd" if flags & FLAG_COMPRESSED else "lz4" if flags & FLAG_LZ4 else None
 
 
 def listed_name(library, kind, index, arch):
@@ -219,5 +234,78 @@ def read_entries(path):
         counters[name] = counters.get(name, 0) + 1
         entries.append({"kind": name, "arch": arch, "index": counters[name],
                         "name": listed_name(path, name, counters[name], arch) if kind in KIND_NAMES else None,
-                        "offset": offset, "size": payload, "compressed": bool(flags & FLAG_COMPRESSED)})
+                        "offset": offset, "size": payload, "compressed": compression(flags) is not None})
     return bool(sections), entries
+
+
+def read_payload(handle, offset):
+    """``(compression, data, unpacked size)`` of the entry whose header is at ``offset`` of an open file: the payload
+    bytes as stored (compressed ones without their padding), checked against the file and MAX_CUBIN_BYTES."""
+    handle.seek(offset)
+    header = handle.read(ENTRY_MIN_HEADER)
+    size = os.fstat(handle.fileno()).st_size
+    if len(header) < ENTRY_MIN_HEADER:
+        raise FatbinError("the fatbin entry at file offset %d is cut off: the file is truncated" % offset)
+    _kind, _version, header_size, payload = _ENTRY.unpack_from(header)
+    if header_size < ENTRY_MIN_HEADER or offset + header_size + payload > size:
+        raise FatbinError("the fatbin entry at file offset %d claims %d bytes, past the end of the file" % (offset, header_size + payload))
+    method = compression(_FLAGS.unpack_from(header, 40)[0])
+    packed, unpacked = payload, payload
+    if method:
+        packed, unpacked = _PACKED.unpack_from(header, 16)[0], _UNPACKED.unpack_from(header, 56)[0]
+        if packed > payload or packed == 0:
+            raise FatbinError("the fatbin entry at file offset %d claims %d compressed bytes in a %d-byte payload: "
+                              "the fatbin is corrupt" % (offset, packed, payload))
+    if unpacked > MAX_CUBIN_BYTES:
+        raise FatbinError("the cubin at file offset %d unpacks to %d bytes, more than the %d a cubin may have here"
+                          % (offset, unpacked, MAX_CUBIN_BYTES))
+    handle.seek(offset + header_size)
+    return method, handle.read(packed), unpacked
+
+
+def lz4_block(data, size):
+    """An LZ4 block (the format of the 0x2000 entries, no frame around it) unpacked to exactly ``size`` bytes; never
+    writes more than that. Raises FatbinError for data that is not such a block."""
+    out = bytearray()
+    at, end = 0, len(data)
+    while at < end:
+        token = data[at]
+        at += 1
+        literals = token >> 4
+        if literals == 15:
+            while True:
+                if at >= end:
+                    raise FatbinError("an LZ4 literal length runs past the end of the block: the data is corrupt")
+                literals += data[at]
+                at += 1
+                if data[at - 1] != 255:
+                    break
+        if at + literals > end or len(out) + literals > size:
+            raise FatbinError("an LZ4 literal run goes past the end of the block or of the %d bytes the header declares" % size)
+        out += data[at:at + literals]
+        at += literals
+        if at == end:  # the last sequence has literals only
+            break
+        if at + 2 > end:
+            raise FatbinError("an LZ4 match offset is cut off: the data is corrupt")
+        distance = data[at] | data[at + 1] << 8
+        at += 2
+        length = token & 15
+        if length == 15:
+            while True:
+                if at >= end:
+                    raise FatbinError("an LZ4 match length runs past the end of the block: the data is corrupt")
+                length += data[at]
+                at += 1
+                if data[at - 1] != 255:
+                    break
+        length += 4
+        if distance == 0 or distance > len(out) or len(out) + length > size:
+            raise FatbinError("an LZ4 match (offset %d, %d bytes) points before the data or past the %d bytes the header "
+                              "declares: the data is corrupt" % (distance, length, size))
+        window = out[len(out) - distance:len(out) - distance + length]
+        # an offset shorter than the match repeats the window (run-length encoding)
+        out += (window * (length // len(window) + 1))[:length]
+    if len(out) != size:
+        raise FatbinError("an LZ4 block unpacked to %d bytes where the header declares %d: the data is corrupt" % (len(out), size))
+    return bytes(out)

@@ -50,12 +50,14 @@ SUPPORTED_METHODS = frozenset([
     "gptq_marlin", "moe_wna16", "compressed-tensors", "w4afp8", "petit_nvfp4", "quark", "quark_mxfp4",
     "auto-round", "auto-round-int8", "modelslim", "quark_int4fp8_moe", "humming", "mxfp_w4a8", "mxfp4",
 ])
-# The class each name builds (GPTQ and AWQ classes read no KV metadata); classes not listed here carry none either.
+# The class each name builds (the GPTQ, AWQ and Quark classes carry no kv_cache_quant_algo: QuarkConfig keeps its KV
+# scheme as kv_cache_config, which configure_kv_cache_dtype does not read); classes not listed here carry none either.
 CONFIG_CLASSES = {
     "modelopt": "ModelOptFp8Config", "modelopt_fp8": "ModelOptFp8Config", "modelopt_fp4": "ModelOptFp4Config",
     "modelopt_mixed": "ModelOptMixedPrecisionConfig", "fp8": "Fp8Config", "mxfp8": "Fp8Config",
     "compressed-tensors": "CompressedTensorsConfig", "w4afp8": "W4AFp8Config", "gptq_marlin": "GPTQMarlinConfig",
-    "awq_marlin": "AWQMarlinConfig", "awq": "AWQConfig", "mxfp4": "Mxfp4Config",
+    "awq_marlin": "AWQMarlinConfig", "awq": "AWQConfig", "mxfp4": "Mxfp4Config", "quark": "QuarkConfig",
+    "quark_mxfp4": "QuarkConfig",
 }
 MODELOPT_FILE_CLASSES = ("ModelOptFp8Config", "ModelOptFp4Config", "ModelOptMixedPrecisionConfig")
 NVFP4_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")
@@ -73,6 +75,7 @@ DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "floa
 #   convert         override_quantization_method: the method becomes `value` on a GPU of min_capability or newer
 #   min_capability  the loader refuses the config class below this capability (`mxfp8`: Fp8Config as MXFP8)
 #   act_dtype       the loader refuses a model dtype the class cannot run
+#   when            (kv rows) the condition, in words, for kv_cache_guard's messages
 DSA_ARCHS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
              "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
              "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM")
@@ -88,13 +91,16 @@ RULES = (
      "value": "bfloat16", "at": ("arg_groups/model_overrides/gpt_oss.py", 63)},
     {"id": "muse-spark-fp8-kv", "kind": "kv", "architectures": ("MuseSparkForConditionalGeneration",), "value": "fp8_e4m3",
      "at": ("arg_groups/overrides.py", 320)},
+    # on NVIDIA GPUs; SGLang uses bfloat16 on NPUs
     {"id": "deepseek-v4-fp8-kv", "kind": "kv", "architectures": ("DeepseekV4ForCausalLM",), "value": "fp8_e4m3",
      "at": ("arg_groups/overrides.py", 903)},
     {"id": "deepseek-dsa-kv", "kind": "kv", "architectures": DSA_ARCHS, "needs": "index_topk", "unless": "learnable_sink",
-     "min_capability": 100, "value": "fp8_e4m3", "below": "bfloat16", "at": ("arg_groups/overrides.py", 534)},
+     "min_capability": 100, "value": "fp8_e4m3", "below": "bfloat16", "at": ("arg_groups/overrides.py", 534),
+     "when": "for a DeepSeek sparse-attention (DSA) checkpoint on an SM100 or newer GPU"},
     {"id": "minimax-m3-nvfp4-fp8-kv", "kind": "kv", "architectures": ("MiniMaxM3SparseForCausalLM",
                                                                       "MiniMaxM3SparseForConditionalGeneration"),
-     "modelled": False, "value": "fp8_e4m3", "at": ("arg_groups/model_overrides/minimax_m3.py", 117)},
+     "modelled": False, "value": "fp8_e4m3", "at": ("arg_groups/model_overrides/minimax_m3.py", 117),
+     "when": "for its NVFP4 (minimax_m3_nvfp4) checkpoints"},
     {"id": "gptq-marlin", "kind": "convert", "method": "gptq", "value": "gptq_marlin", "min_capability": 80,
      "at": ("layers/quantization/gptq/gptq.py", 429)},
     {"id": "awq-marlin", "kind": "convert", "method": "awq", "value": "awq_marlin", "min_capability": 80,
@@ -119,6 +125,8 @@ RULES = (
      "at": ("layers/quantization/awq/awq.py", 116)},
     {"id": "min-capability-Mxfp4Config", "kind": "min_capability", "config_class": "Mxfp4Config", "value": 80,
      "at": ("layers/quantization/mxfp4.py", 339)},
+    {"id": "min-capability-QuarkConfig", "kind": "min_capability", "config_class": "QuarkConfig", "value": 70,
+     "at": ("layers/quantization/quark/quark.py", 399)},
     {"id": "act-dtype-AWQConfig", "kind": "act_dtype", "config_class": "AWQConfig", "value": ("float16",),
      "at": ("layers/quantization/awq/awq.py", 106)},
 )

@@ -138,7 +138,10 @@ def probe_one(path, torch, api, cuda=True, cuda_methods=()):
         return answer
     stage = "model_config"
     try:
-        model_config = api["ModelConfig"](model_path=path)
+        # as the server builds it (configs/model_config.py:957, from the server args' trust_remote_code, False unless
+        # --trust-remote-code): ModelConfig's own default (True) would import a checkpoint's configuration_*.py named
+        # in auto_map instead of SGLang's registered config class, running the checkpoint's code here
+        model_config = api["ModelConfig"](model_path=path, trust_remote_code=False)
         answer["quantization"] = model_config.quantization
         answer["model_dtype"] = _dtype_name(torch, model_config.dtype)
         stage = "quant_config"

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
+
 GIB = 1 << 30
 
 # Storage bytes per element of the KV dtypes the estimator models. The FP4/MX formats carry
@@ -85,13 +87,12 @@ def state_dtype_bytes(name, what):
 
 
 def _positive_int(value, what, maximum=MAX_COUNT):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BudgetError("%s must be a positive integer, found %r" % (what, value))
-    if value > maximum:
-        raise BudgetError("%s must be an integer between 1 and %d, found %d" % (what, maximum, value))
-    return value
+    number = whole_number(value)
+    if number is None or number < 1:
+        raise BudgetError("%s must be a positive integer, found %r" % (what, number if number is not None else value))
+    if number > maximum:
+        raise BudgetError("%s must be an integer between 1 and %d, found %d" % (what, maximum, number))
+    return number
 
 
 def _number(value, what, minimum=0.0, maximum=MAX_GPU_MEMORY_GIB):

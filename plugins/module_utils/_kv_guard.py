@@ -47,19 +47,17 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
-from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
+from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import (
+    ATTENTION_BACKEND_FLAGS,
     KV_FLAG,
-    flag_value,
-    int_or_none,
-    kv_release,
-    kv_summary,
-    launch_kv_flag,
-    parse_version,
+    parse_launch_argv,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import kv_release, kv_summary, parse_version
 
 SIGNALS = ("argv", "checkpoint", "server", "log_dtype", "pool_bytes", "fp8_warning")
 VERDICTS = ("bf16", "fp8", "other", "unknown")
@@ -67,10 +65,6 @@ RESULT_VERDICTS = ("bf16", "fp8", "other", "mixed", "insufficient")
 # expected option -> the verdict that passes
 EXPECTED = {"bf16": "bf16", "fp8_e4m3": "fp8"}
 DEFAULT_MIN_SIGNALS = 3
-TP_FLAGS = ("--tp-size", "--tensor-parallel-size", "--tp")
-MODEL_FLAGS = ("--model-path", "--model")
-# what SGLang's argparse (allow_abbrev) also reads as --model-path: "--model-" is ambiguous, "--model" is an alias
-MODEL_ABBREVIATIONS = ("--model-p", "--model-pa", "--model-pat")
 MAX_POOLS = 256
 MAX_EVIDENCE = 600
 
@@ -94,28 +88,19 @@ HOW_TO = {
 }
 
 # SGLang's own argument rules that set --kv-cache-dtype fp8_e4m3 (sglang/srt/arg_groups/ of the release named): a
-# backend rule acts over any flag, an explicit bf16 included; an architecture rule only on auto. A unit test reads
-# the rules from the installed SGLang's source, so this table cannot drift from it. (SGLang 0.5.16 refused
-# tokenspeed_mla without fp8_e4m3 instead of changing the flag.)
-FP8_RULES_RELEASE = "0.5.23"
-FP8_RULES = (
-    {"kind": "attention backend", "names": ("tokenspeed_mla",), "flags": ("--attention-backend", "--decode-attention-backend"),
+# backend rule acts over any flag, an explicit bf16 included; an architecture rule only on auto. The architecture
+# rules are _kv_auto.RULES' "kv" rows (one table); the backend rule is the guard's own (a backend is no checkpoint
+# fact). A unit test reads the rules from the installed SGLang's source, so this table cannot drift from it.
+# (SGLang 0.5.16 refused tokenspeed_mla without fp8_e4m3 instead of changing the flag.)
+FP8_RULES_RELEASE = _kv_auto.SGLANG_VERSION
+BACKEND_RULES = (
+    {"kind": "attention backend", "names": ("tokenspeed_mla",), "flags": ATTENTION_BACKEND_FLAGS,
      "over": "any", "source": "arg_groups/serving_hook.py", "when": None},
-    {"kind": "architecture", "names": ("MuseSparkForConditionalGeneration",), "flags": (), "over": "auto",
-     "source": "arg_groups/overrides.py", "when": None},
-    # on NVIDIA GPUs; SGLang uses bfloat16 on NPUs
-    {"kind": "architecture", "names": ("DeepseekV4ForCausalLM",), "flags": (), "over": "auto",
-     "source": "arg_groups/overrides.py", "when": None},
-    {"kind": "architecture", "names": ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"),
-     "flags": (), "over": "auto", "source": "arg_groups/model_overrides/minimax_m3.py",
-     "when": "for its NVFP4 (minimax_m3_nvfp4) checkpoints"},
-    {"kind": "architecture", "names": ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
-                                       "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
-                                       "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN",
-                                       "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM"),
-     "flags": (), "over": "auto", "source": "arg_groups/overrides.py",
-     "when": "for a DeepSeek sparse-attention (DSA) checkpoint on an SM100 or newer GPU"},
 )
+FP8_RULES = BACKEND_RULES + tuple(
+    {"kind": "architecture", "names": row["architectures"], "flags": (), "over": "auto", "source": row["at"][0],
+     "when": row.get("when")}
+    for row in _kv_auto.RULES if row["kind"] == "kv" and row["value"] == "fp8_e4m3")
 WHY_SCALE = ("with no k/v scales loaded SGLang runs an FP8 E4M3 KV cache with scale 1.0 (less accurate, worst on long "
              "reasoning)")
 
@@ -153,18 +138,6 @@ def classify_dtype(name):
     return "unknown"
 
 
-def _int(value):
-    """An integer from a number or a string of digits (a systemd property); None otherwise."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return int_or_none(value)
-
-
-def _positive(value):
-    value = _int(value)
-    return value if value is not None and value > 0 else None
-
-
 def _text(value, limit=120):
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
@@ -187,67 +160,6 @@ def _signal(name, verdict, evidence, counted=None, source=None):
 # Launch command
 
 
-SHELLS = ("sh", "bash", "dash", "zsh")
-
-
-def _expand(argv):
-    """argv elements as words: each element is one word (a path with spaces stays whole), except a whole command line
-    given as the only element or as the script of a shell's -c, which is split as that shell would."""
-    words = [item if isinstance(item, str) else str(item) for item in argv]
-    out = []
-    for i, item in enumerate(words):
-        script = len(words) == 1 or (i >= 2 and words[i - 1] == "-c" and os.path.basename(words[i - 2]) in SHELLS)
-        if script and any(c.isspace() for c in item.strip()):
-            try:
-                out.extend(shlex.split(item))
-            except ValueError:
-                out.extend(item.split())
-        elif item:
-            out.append(item)
-    return out
-
-
-def _looks_like_sglang(words):
-    for i, word in enumerate(words):
-        base = os.path.basename(word)
-        if "sglang.launch_server" in word or base.startswith("launch_server"):
-            return True
-        if base == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
-            return True
-        if word.split("=", 1)[0] in MODEL_FLAGS:
-            return True
-    return False
-
-
-def parse_launch_argv(argv):
-    """What a launch command says about the KV cache: the flag value, tp size, model path, backends, problems."""
-    info = {"kv_cache_dtype": None, "flag_form": None, "tp_size": None, "model_path": None, "config_file": None,
-            "backends": {}, "sglang": False, "problem": None, "words": 0}
-    if isinstance(argv, str):
-        argv = [argv]
-    if not isinstance(argv, (list, tuple)):
-        info["problem"] = "argv must be a list of strings, got %s" % type(argv).__name__
-        return info
-    words = _expand(argv)
-    info["words"] = len(words)
-    info["sglang"] = _looks_like_sglang(words)
-    info["kv_cache_dtype"], info["flag_form"], info["problem"] = launch_kv_flag(words)
-    backend_flags = tuple(flag for rule in FP8_RULES for flag in rule["flags"])
-    i = 0
-    while i < len(words):
-        for flags, key in ((TP_FLAGS, "tp_size"), (MODEL_FLAGS + MODEL_ABBREVIATIONS, "model_path"), (("--config",), "config_file")):
-            value, used = flag_value(words, i, flags)
-            if used:
-                info[key] = _positive(value) if key == "tp_size" else (value or None)
-                break
-        else:
-            value, used = flag_value(words, i, backend_flags)
-            if used:
-                info["backends"][words[i].split("=", 1)[0]] = value
-        i += used or 1
-    return info
-
-
 SECRET_FLAGS = _redact.SECRET_FLAGS
 REDACTED = _redact.MASK
 
@@ -257,15 +169,6 @@ def redact_argv(argv, secret=None):
     if not isinstance(argv, (list, tuple)):
         return argv
     return _redact.redact_argv(argv, [secret] if secret else ())
-
-
-def select_launch_command(commands):
-    """The SGLang command among a unit's ExecStart commands (first that looks like one), else None."""
-    commands = [c for c in commands if isinstance(c, list) and c]
-    for cmd in commands:
-        if _looks_like_sglang(_expand(cmd)):
-            return cmd
-    return commands[0] if len(commands) == 1 else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -546,7 +449,7 @@ def log_dtype_signal(facts):
 
 
 def _pool_observed(pool):
-    tokens = _positive(pool.get("tokens"))
+    tokens = whole_number(pool.get("tokens"), digits=True, minimum=1)
     if tokens is None:
         return None
     for key in ("k_gb", "kv_gb"):
@@ -632,7 +535,7 @@ def _tp_size(inputs, facts, server_sum, parsed_argv):
                          (facts.get("tp_size") if facts else None, "log ServerArgs dump"),
                          (server_sum.get("tp_size") if server_sum else None, "/server_info"),
                          (parsed_argv.get("tp_size") if parsed_argv else None, "argv")):
-        tp = _positive(value)
+        tp = whole_number(value, digits=True, minimum=1)
         if tp is not None:
             return tp, label
     return None, None
@@ -756,10 +659,10 @@ def evaluate(inputs):
                          "calibrated k/v scales) is acceptable here")
     min_signals = inputs.get("min_signals", DEFAULT_MIN_SIGNALS)
     min_signals = DEFAULT_MIN_SIGNALS if min_signals is None else min_signals
-    if _int(min_signals) is None or isinstance(min_signals, str) or not 1 <= _int(min_signals) <= max_countable(expected_cls):
+    if whole_number(min_signals) is None or not 1 <= whole_number(min_signals) <= max_countable(expected_cls):
         raise GuardError("min_signals must be an integer from 1 to %d (the independent signals that can say %s), "
                          "got %r" % (max_countable(expected_cls), expected_cls, min_signals))
-    min_signals = _int(min_signals)
+    min_signals = whole_number(min_signals)
 
     facts = _dict(inputs.get("log_facts"))
     ckpt = _dict(inputs.get("checkpoint"))

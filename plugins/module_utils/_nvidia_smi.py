@@ -2,21 +2,20 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Parse nvidia-smi, /proc/driver/nvidia/version, sysfs and lspci output; gather GPU facts.
+"""Parse nvidia-smi, /proc/driver/nvidia/version, /proc/cmdline and lspci output, and classify nvidia-smi's failures:
+pure functions of the text (``_gpu_probe`` runs the commands and reads the files).
 
-Stdlib only: this file runs on managed hosts (Python 3.9+) inside the gpu_info module.
+Stdlib only: this file runs on managed hosts (Python 3.9+) inside the gpu_info module, and on the controller (the
+preflight's rules, ``_kv_auto``'s compute capabilities).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import shutil
-import time
 
-from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none
 
 QUERY_FIELDS = (
     "index",
@@ -34,10 +33,7 @@ QUERY_FIELDS = (
 )
 QUERY_ARGS = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits")
 
-# Bounds of what is read from the host (docs/security.md, "Bounds"; a program's output: _process.MAX_OUTPUT_BYTES):
-# a /proc or sysfs file (the driver version file is about 200 bytes, /proc/cmdline at most 4 KB), one line of the
-# csv query.
-MAX_FILE_BYTES = 64 * 1024
+# Bound of one line of the csv query and the tables (docs/security.md, "Bounds").
 MAX_QUERY_LINE = 4096
 
 # Values nvidia-smi prints instead of data. "[N/A]" means "not supported here", the others mean a sick GPU.
@@ -88,9 +84,9 @@ def classify_failure(rc, stdout="", stderr="", timed_out=False, not_found=False,
         return failure("timeout", "nvidia-smi did not answer within %s s and was killed" % timeout)
     if rc is None:
         # stopped by _process.run_bounded for printing too much: its first stderr line says so
-        return failure("query_failed", _first_line(stderr) or "nvidia-smi was stopped before it finished")
+        return failure("query_failed", first_line(stderr) or "nvidia-smi was stopped before it finished")
     if rc == 127 and re.search(r"not found|No such file", text):
-        return failure("not_installed", _first_line(text))
+        return failure("not_installed", first_line(text))
     for cls, pattern in _CLASS_PATTERNS:
         match = pattern.search(text)
         if match:
@@ -98,13 +94,14 @@ def classify_failure(rc, stdout="", stderr="", timed_out=False, not_found=False,
     if rc == 0:
         return None
     cls = _RC_CLASSES.get(rc, "query_failed")
-    msg = _first_line(text) or "nvidia-smi exited with %s and printed nothing" % rc
+    msg = first_line(text) or "nvidia-smi exited with %s and printed nothing" % rc
     if cls == "query_failed":
         msg = "nvidia-smi exited with %s: %s" % (rc, msg)
     return failure(cls, msg)
 
 
-def _first_line(text):
+def first_line(text):
+    """The first line of text that is not blank, stripped, or ''."""
     for line in text.splitlines():
         if line.strip():
             return line.strip()
@@ -139,12 +136,8 @@ def _int_mib(value):
 def _enabled(value):
     if value is None:
         return None
-    low = value.lower()
-    if low in ("enabled", "on", "yes"):
-        return True
-    if low in ("disabled", "off", "no"):
-        return False
-    return None
+    # nvidia-smi's own words, else a boolean word (On/Off, Yes/No)
+    return {"enabled": True, "disabled": False}.get(value.strip().lower(), boolean_or_none(value))
 
 
 def compute_cap_int(value):
@@ -503,178 +496,3 @@ def parse_lspci_acs(text):
         "redirect_count": len([d for d in relevant if d["redirect"]]),
         "acs_enabled": bool(enabled),
     }
-
-
-class GpuInfoError(ValueError):
-    """An option points at something other than what it names; the message says which option and what to fix."""
-
-
-def read_text(path, what, limit=MAX_FILE_BYTES):
-    """A small /proc or sysfs file as text; None when it cannot be read; GpuInfoError when it holds more than limit bytes.
-
-    Opened non-blocking, so a FIFO or a terminal cannot hang the read; read in pieces, so /dev/zero costs limit bytes.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except (IOError, OSError, ValueError):  # ValueError: a NUL byte in the path
-        return None
-    chunks, size = [], 0
-    try:
-        while size <= limit:
-            data = os.read(fd, min(65536, limit + 1 - size))
-            if not data:
-                break
-            chunks.append(data)
-            size += len(data)
-    except BlockingIOError:
-        pass  # a FIFO or device with nothing to read now
-    except (IOError, OSError):
-        return None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise GpuInfoError("%s: %s holds more than %d bytes, so it is not the small kernel file gpu_info reads there; "
-                           "point %s at the right place" % (what, path, limit, what))
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
-def read_numa_node(sysfs_root, bus_id):
-    """NUMA node of a PCI device from sysfs; None when unknown (-1 means the platform does not say)."""
-    if not bus_id:
-        return None
-    text = read_text(os.path.join(sysfs_root, "sys/bus/pci/devices", bus_id, "numa_node"), "sysfs_root")
-    if text is None:
-        return None
-    try:
-        node = int(text.strip())
-    except ValueError:
-        return None
-    return node if node >= 0 else None
-
-
-def count_iommu_groups(sysfs_root):
-    """Number of IOMMU groups (entries are numbered directories); None when sysfs does not have the directory."""
-    try:
-        return len([e for e in os.listdir(os.path.join(sysfs_root, "sys/kernel/iommu_groups")) if e.isdigit()])
-    except (IOError, OSError, ValueError):  # ValueError: a NUL byte in the path
-        return None
-
-
-def find_program(name, explicit=None, path=None, extra_dirs=()):
-    """An explicit path must exist; otherwise search PATH, then extra_dirs (sbin dirs are often off PATH)."""
-    if explicit:
-        return explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
-    search = path if path is not None else os.environ.get("PATH", os.defpath)
-    search = os.pathsep.join([search] + list(extra_dirs))
-    return shutil.which(name, path=search)
-
-
-def collect(nvidia_smi=None, timeout=10, sysfs_root="/", procfs_root="/",
-            driver_version_file="/proc/driver/nvidia/version", lspci=None, env=None, runner=run_bounded):
-    """Everything gpu_info returns. Classified failures come back in result['failure'], never as exceptions.
-
-    Raises GpuInfoError only when an option points at a file far larger than the kernel file it names.
-    """
-    path = env.get("PATH") if env else None
-    result = {
-        "ok": False, "failure": None, "nvidia_smi": None, "gpu_count": 0, "gpus": [],
-        "driver_version": None, "driver_branch": None, "cuda_driver_version": None, "header_style": None,
-        "kernel_module": None, "kernel_module_version": None,
-        "topology": parse_topo(""), "iommu": {}, "acs": {"available": False}, "numa_nodes": [],
-        "errors": [], "elapsed_s": None,
-    }
-    started = time.time()
-    smi = find_program("nvidia-smi", nvidia_smi, path)
-    result["nvidia_smi"] = smi
-    _host_facts(result, sysfs_root, procfs_root, driver_version_file, lspci, path, timeout, env, runner)
-    if not smi:
-        result["failure"] = classify_failure(127, not_found=True, command=nvidia_smi)
-        result["elapsed_s"] = round(time.time() - started, 3)
-        return result
-
-    rc, out, err, timed_out, not_found = runner([smi] + list(QUERY_ARGS), timeout, env)
-    fail = classify_failure(rc, out, err, timed_out, not_found, timeout, smi)
-    parsed = parse_query_csv(out) if not timed_out else {"gpus": [], "messages": [], "error_fields": []}
-    if fail is None and parsed["error_fields"]:
-        idx, field = parsed["error_fields"][0]
-        fail = failure("gpu_lost", "GPU %s reports an error for %s" % (idx, field))
-    if fail is None and not parsed["gpus"]:
-        fail = failure("no_devices", _first_line(out + "\n" + err) or "nvidia-smi listed no GPUs")
-    gpus = parsed["gpus"]
-    for gpu in gpus:
-        gpu["numa_node"] = read_numa_node(sysfs_root, gpu.get("sysfs_bus_id"))
-    result["gpus"] = gpus
-    result["gpu_count"] = len(gpus)
-    versions = set(g.get("driver_version") for g in gpus if g.get("driver_version"))
-    if versions:
-        result["driver_version"] = sorted(versions)[0]
-
-    if fail is None:
-        rc, out, err, timed_out, dummy = runner([smi], timeout, env)
-        if timed_out:
-            fail = classify_failure(rc, out, err, True, timeout=timeout)
-        else:
-            # the table can show what the csv hides, e.g. ERR! in a sick GPU's row; its exit code alone decides nothing
-            fail = classify_failure(0, out, err)
-            header = parse_smi_header(out)
-            result["cuda_driver_version"] = header["cuda_version"]
-            result["header_style"] = header["header_style"]
-            result["driver_version"] = result["driver_version"] or header["driver_version"]
-            if header["cuda_version"] is None:
-                result["errors"].append("no CUDA version in the nvidia-smi header (rc %s): %s" % (rc, _first_line(out + err)))
-    if fail is None:
-        rc, out, err, timed_out, dummy = runner([smi, "topo", "-m"], timeout, env)
-        if timed_out:
-            fail = classify_failure(rc, out, err, True, timeout=timeout)
-        else:
-            topo = parse_topo(out)
-            result["topology"] = topo
-            if not topo["available"]:
-                result["errors"].append("nvidia-smi topo -m gave no matrix (rc %s): %s" % (rc, _first_line(out + err)))
-            for info in topo["gpus"]:
-                for gpu in gpus:
-                    if gpu.get("index") == info["index"]:
-                        gpu["cpu_affinity"] = info["cpu_affinity"]
-                        gpu["numa_affinity"] = info["numa_affinity"]
-
-    if result["driver_version"]:
-        match = re.match(r"^(\d+)", result["driver_version"])
-        result["driver_branch"] = int(match.group(1)) if match else None
-    nodes = set(g["numa_node"] for g in gpus if g.get("numa_node") is not None)
-    if not nodes and result["topology"]["numa_nodes"]:
-        nodes = set(result["topology"]["numa_nodes"])
-    result["numa_nodes"] = sorted(nodes)
-    result["failure"] = fail
-    result["ok"] = fail is None
-    result["elapsed_s"] = round(time.time() - started, 3)
-    return result
-
-
-def _host_facts(result, sysfs_root, procfs_root, driver_version_file, lspci, path, timeout, env, runner):
-    """Kernel module, IOMMU and ACS facts; each is optional and absence is not an error."""
-    proc = parse_proc_version(read_text(driver_version_file, "driver_version_file") or "")
-    result["kernel_module"] = proc["kernel_module"]
-    result["kernel_module_version"] = proc["version"]
-    iommu = parse_cmdline_iommu(read_text(os.path.join(procfs_root, "proc/cmdline"), "procfs_root") or "")
-    groups = count_iommu_groups(sysfs_root)
-    iommu["groups"] = groups
-    if groups is not None:
-        enabled = groups > 0
-    else:
-        enabled = True if iommu["cmdline_mode"] in ("on", "passthrough") else (False if iommu["cmdline_mode"] == "off" else None)
-    iommu["enabled"] = enabled
-    iommu["passthrough"] = iommu["cmdline_mode"] == "passthrough"
-    result["iommu"] = iommu
-    lspci_path = find_program("lspci", lspci, path, ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin"))
-    if lspci_path:
-        rc, out, err, timed_out, dummy = runner([lspci_path, "-vvv"], timeout, env)
-        if rc == 0 and not timed_out:
-            result["acs"] = parse_lspci_acs(out)
-            if "ACSCtl" not in out and "Capabilities: <access denied>" in out:
-                # lspci hides extended capabilities from non-root users
-                result["acs"] = {"available": False, "reason": "lspci -vvv needs root to show ACSCtl"}
-        else:
-            why = "timed out after %s s" % timeout if timed_out else "rc %s" % rc
-            result["acs"] = {"available": False, "reason": "lspci -vvv failed (%s): %s" % (why, _first_line(err))}
-    else:
-        result["acs"] = {"available": False, "reason": "lspci not installed"}

@@ -2,7 +2,7 @@
 # Copyright: contributors to llmops.sglang
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Readiness and clean stop of an SGLang server run as a systemd unit.
+"""Readiness of an SGLang server run as a systemd unit (its clean stop is ``_service_stop``).
 
 ``wait_ready`` polls three sources once per interval until the server answers its health endpoint or one of
 them shows that it never will:
@@ -18,36 +18,26 @@ A call waits at most ``timeout`` seconds and then reports ``waiting`` with the p
 print progress between calls; the overall ``budget`` counts from the start of the unit's main process, so it
 holds across calls.
 
-``stop_unit`` stops the unit the way systemd does (SIGTERM to the whole control group, SIGKILL after
-``TimeoutStopSec``) and then proves that no process of it survived, naming each process that had to be
-killed (from PID 1's own journal messages about the invocation) or that is still there.
-
 Standard library only; no Ansible imports. Runs on the managed host (Python 3.9+).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, UrlError, parse_base_url, request
-from ansible_collections.llmops.sglang.plugins.module_utils._journal import (
-    JournalError, JournalReader, pid1_messages, pid1_text, unit_output)
+from ansible_collections.llmops.sglang.plugins.module_utils._journal import JournalError, JournalReader, unit_output
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream as stream_output
-from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_argv, redact_text
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import LogAuditor
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_text
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import UNIT_CAUSES, LogAuditor
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SystemdError, check_unit_name, show_unit, unit_summary
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import run as run_command
+from ansible_collections.llmops.sglang.plugins.module_utils._unit_processes import port_owner
 
-SHOW_PROPERTIES = (
-    "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
-    "ExecMainStatus", "ExecMainStartTimestampMonotonic", "ControlGroup", "TimeoutStopUSec",
-)
 MASK = "********"
 # Keep returned log text short: it ends up in play output.
 MESSAGE_CHARS = 400
-CMDLINE_CHARS = 2000
 # Bytes of a health answer read (its status is what counts).
 HEALTH_BODY_BYTES = 65536
 # After systemd reports a dead process, journald may still hold its last lines: read again this often.
@@ -57,11 +47,6 @@ LATE_LOG_DELAY = 0.3
 FATAL_GRACE = 3.0
 
 _LINE_PREFIX_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?(?:(?:ERROR|WARNING|INFO|CRITICAL):\s+)?")
-_KILL_RE = re.compile(r"Killing process (\d+) \((.*?)\) with signal SIGKILL")
-_TIMED_OUT_RE = re.compile(r"State '([\w-]+)' timed out\. Killing")
-_REMAINS_RE = re.compile(r"Unit process (\d+) \((.*?)\) remains running after unit stopped")
-_TIMESPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d|w)?")
-_TIMESPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 
 # systemctl or journalctl could not be run or did not answer as expected (the name the modules catch).
@@ -89,52 +74,15 @@ def mask_text(text):
     return redact_text(text)
 
 
-def mask_argv(argv):
-    """A command line with the values of secret flags (--api-key X, --hf-token=X, --api-k X) masked (_redact's rules)."""
-    return redact_argv(argv)
+def url_port(url):
+    """The TCP port of an http(s) URL, by the collection's one URL rule (UrlError naming the fix otherwise)."""
+    return parse_base_url(url, "url")[2]
 
 
 def clean_line(text):
     """A log record without SGLang's time/rank prefix or uvicorn's level, secrets masked, shortened."""
     text = _LINE_PREFIX_RE.sub("", text.strip(), count=1)
     return mask_text(text)[:MESSAGE_CHARS]
-
-
-def parse_timespan(text):
-    """Seconds of a systemd time span ("1min 30s", "90s", "500ms", "infinity"); None when unknown or infinite."""
-    text = (text or "").strip()
-    if not text or text == "infinity":
-        return None
-    total, matched = 0.0, False
-    for num, unit in _TIMESPAN_RE.findall(text):
-        total += float(num) * _TIMESPAN_UNITS[unit or None]
-        matched = True
-    return total if matched else None
-
-
-def _int(value, default=0):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def show_unit(run, systemctl, unit, properties=SHOW_PROPERTIES):
-    """The unit's state, numbers as ints; a unit systemd does not know comes back with its LoadState."""
-    state = show(unit, properties, systemctl, run=run, missing_ok=True)
-    state["NRestarts"] = _int(state.get("NRestarts"))
-    state["MainPID"] = _int(state.get("MainPID"))
-    state["ExecMainStatus"] = _int(state.get("ExecMainStatus"))
-    state["ExecMainStartTimestampMonotonic"] = _int(state.get("ExecMainStartTimestampMonotonic"))
-    return state
-
-
-_SUMMARY_KEYS = (("active_state", "ActiveState"), ("sub_state", "SubState"), ("result", "Result"), ("n_restarts", "NRestarts"),
-                 ("invocation_id", "InvocationID"), ("main_pid", "MainPID"), ("exec_main_status", "ExecMainStatus"))
-
-
-def unit_summary(state):
-    return dict((name, state.get(key)) for name, key in _SUMMARY_KEYS)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -243,7 +191,7 @@ def _failure_reason(state):
     result = state.get("Result") or "unknown"
     how = _exit_text(state)
     if result == "oom-kill":
-        return "host_oom", "the kernel's OOM killer ended a process of the unit (host RAM, not GPU memory); %s" % how
+        return "host_oom", "the kernel's OOM killer ended a process of the unit (%s); %s" % (UNIT_CAUSES["host_oom"], how)
     if result == "start-limit-hit":
         return "crash_loop", "systemd gave up restarting the unit (start limit hit); %s" % how
     if state.get("ActiveState") == "failed":
@@ -267,7 +215,7 @@ def _restarted_or_dead(state, invocation_id, n_restarts):
 def describe_cause(unit, cause):
     text = "%s is not ready: %s: %s" % (unit, cause["class"], cause["message"])
     if cause.get("crash_loop") and cause["class"] != "crash_loop":
-        text += " (crash loop: the server died and systemd restarts it; automatic restart #%d)" % cause.get("restarts", 0)
+        text += " (crash loop: %s; automatic restart #%d)" % (UNIT_CAUSES["crash_loop"], cause.get("restarts", 0))
     unit_state = cause.get("unit") or {}
     if unit_state:
         text += "; unit %s/%s, Result=%s" % (unit_state.get("active_state"), unit_state.get("sub_state"), unit_state.get("result"))
@@ -317,8 +265,8 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
         state = show_unit(run, systemctl, unit)
         if state.get("LoadState") not in (None, "loaded"):
             elapsed = tick - begin
-            return result("failed", {"class": "unit_not_loaded", "source": "systemd",
-                                     "message": "unit %s is %s (install it first)" % (unit, state.get("LoadState"))})
+            return result("failed", {"class": "unit_not_loaded", "source": "systemd", "message": "unit %s is %s (%s)"
+                                     % (unit, state.get("LoadState"), UNIT_CAUSES["unit_not_loaded"])})
         if invocation_id is None:
             invocation_id = state.get("InvocationID") or None
         if n_restarts is None:
@@ -393,187 +341,3 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
         if clock() - begin >= timeout:
             return result("waiting")
         sleep(max(0.0, interval - (clock() - tick)))
-
-
-# ----------------------------------------------------------------------------------------------
-# clean stop
-
-
-def _read(path, limit=65536):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(limit)
-    except (IOError, OSError):
-        return None
-
-
-def unit_processes(cgroup, proc_root="/proc"):
-    """Processes whose cgroup (any hierarchy) is the unit's control group or below it."""
-    if not cgroup:
-        return []
-    found = []
-    try:
-        entries = os.listdir(proc_root)
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        raw = _read(os.path.join(proc_root, name, "cgroup"))
-        if raw is None:
-            continue
-        paths = [line.split(":", 2)[2] for line in raw.decode("utf-8", "replace").splitlines() if line.count(":") >= 2]
-        if not any(p == cgroup or p.startswith(cgroup.rstrip("/") + "/") for p in paths):
-            continue
-        found.append(process_info(int(name), proc_root))
-    return sorted((p for p in found if p is not None), key=lambda p: p["pid"])
-
-
-def process_info(pid, proc_root="/proc"):
-    """{pid, comm, cmdline (secrets masked), start} of a live process, or None."""
-    stat = _read(os.path.join(proc_root, str(pid), "stat"))
-    if stat is None:
-        return None
-    text = stat.decode("utf-8", "replace")
-    comm = text[text.find("(") + 1:text.rfind(")")]
-    fields = text[text.rfind(")") + 2:].split()
-    # field 22 of stat (starttime) tells a live process from a new one that reused the pid
-    start = fields[19] if len(fields) > 19 else None
-    cmd = _read(os.path.join(proc_root, str(pid), "cmdline")) or b""
-    argv = [a.decode("utf-8", "replace") for a in cmd.split(b"\0") if a]
-    # one line: "python -c" programs span several
-    cmdline = re.sub(r"\s+", " ", " ".join(mask_argv(argv))).strip()
-    return {"pid": pid, "comm": comm, "cmdline": cmdline[:CMDLINE_CHARS], "start": start}
-
-
-def _alive(proc, proc_root="/proc"):
-    now = process_info(proc["pid"], proc_root)
-    return now is not None and now["start"] == proc["start"]
-
-
-def url_port(url):
-    """The TCP port of an http(s) URL, by the collection's one URL rule (UrlError naming the fix otherwise)."""
-    return parse_base_url(url, "url")[2]
-
-
-def listening_inodes(port, proc_root="/proc"):
-    """Socket inodes listening on a TCP port (IPv4 and IPv6), from /proc/net/tcp*."""
-    found = set()
-    for name in ("tcp", "tcp6"):
-        raw = _read(os.path.join(proc_root, "net", name), 1 << 22)
-        if raw is None:
-            continue
-        for line in raw.decode("ascii", "replace").splitlines()[1:]:
-            fields = line.split()
-            # local_address is HEXIP:HEXPORT; st 0A is LISTEN; field 9 is the inode
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                found.add(fields[9])
-    return found
-
-
-def port_owner(cgroup, port, proc_root="/proc"):
-    """True when a process of the unit listens on port, False when only others do, None when unknown."""
-    inodes = listening_inodes(port, proc_root)
-    if not inodes or not cgroup:
-        return None
-    targets = set("socket:[%s]" % i for i in inodes)
-    unknown = False
-    for proc in unit_processes(cgroup, proc_root):
-        fd_dir = os.path.join(proc_root, str(proc["pid"]), "fd")
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            unknown = True
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(os.path.join(fd_dir, fd)) in targets:
-                    return True
-            except OSError:
-                continue
-    return None if unknown else False
-
-
-def describe_process(proc):
-    return "pid %d (%s)" % (proc["pid"], proc.get("cmdline") or proc.get("comm") or "?")
-
-
-def stop_unit(unit, check_mode=False, timeout=None, systemctl="systemctl", journalctl="journalctl", run=run_command,
-              proc_root="/proc", clock=time.monotonic, sleep=time.sleep):
-    """Stop the unit and report what had to be killed and what survived.
-
-    Returns a dict: changed, was_active, duration, invocation_id, timeout_stop_sec, processes (before the stop),
-    killed ([{pid, comm, cmdline}] that systemd SIGKILLed after TimeoutStopSec), timed_out_state,
-    survivors (processes still alive afterwards), result (systemd's Result).
-    """
-    check_unit_name(unit)
-    before = show_unit(run, systemctl, unit)
-    cgroup = before.get("ControlGroup") or ""
-    procs = unit_processes(cgroup, proc_root)
-    out = {"changed": False, "was_active": before.get("ActiveState") in ("active", "activating", "deactivating", "reloading"),
-           "duration": 0.0, "invocation_id": before.get("InvocationID") or None, "processes": procs, "killed": [],
-           "timed_out_state": None, "survivors": [], "result": before.get("Result"),
-           "timeout_stop_sec": parse_timespan(before.get("TimeoutStopUSec")), "unit": unit_summary(before)}
-    if not out["was_active"] and not procs:
-        return out
-    out["changed"] = True
-    if check_mode:
-        return out
-    limit = timeout
-    if limit is None:
-        # systemd SIGKILLs after TimeoutStopSec (twice: the main process, then the rest of the group)
-        limit = 2 * (out["timeout_stop_sec"] or 90.0) + 30.0
-    start = clock()
-    rc, dummy, err = run([systemctl, "stop", "--", unit], timeout=limit)
-    out["duration"] = round(clock() - start, 2)
-    if rc != 0:
-        raise UnitError("systemctl stop %s failed (rc=%d): %s" % (unit, rc, err or "no error output"))
-    after = show_unit(run, systemctl, unit)
-    out["result"] = after.get("Result")
-    out["unit"] = unit_summary(after)
-
-    by_pid = dict((p["pid"], p) for p in procs)
-    if out["invocation_id"]:
-        # systemd's own messages about this invocation: PID 1's, by the trusted _PID/_UID (INVOCATION_ID= alone
-        # is a field any local user can send with logger --journald)
-        try:
-            argv, require = pid1_messages(journalctl, out["invocation_id"])
-        except JournalError:
-            argv = None
-        for attempt in range(LATE_LOG_READS + 1 if argv else 0):
-            rc, data, err = run(argv)
-            text = pid1_text(data, require) if rc == 0 else ""
-            timed = _TIMED_OUT_RE.search(text)
-            out["timed_out_state"] = timed.group(1) if timed else None
-            out["killed"] = []
-            for pid, comm in _KILL_RE.findall(text):
-                known = by_pid.get(int(pid)) or {}
-                out["killed"].append({"pid": int(pid), "comm": comm, "cmdline": known.get("cmdline") or comm})
-            for pid, comm in _REMAINS_RE.findall(text):
-                if int(pid) not in by_pid:
-                    by_pid[int(pid)] = {"pid": int(pid), "comm": comm, "cmdline": comm, "start": None}
-            if out["killed"] or out["result"] != "timeout":
-                break
-            sleep(LATE_LOG_DELAY)
-
-    survivors = dict((p["pid"], p) for p in unit_processes(cgroup, proc_root))
-    for proc in by_pid.values():
-        if proc["pid"] not in survivors and proc.get("start") is not None and _alive(proc, proc_root):
-            survivors[proc["pid"]] = proc
-    out["survivors"] = [survivors[k] for k in sorted(survivors)]
-    return out
-
-
-def describe_stop(unit, report):
-    """Sentences about a stop that needed SIGKILL or left processes behind; empty when it was clean."""
-    parts = []
-    if report["killed"]:
-        procs = ", ".join(describe_process(p) for p in report["killed"])
-        limit = report.get("timeout_stop_sec")
-        parts.append("surviving child: %s ignored SIGTERM; systemd killed it with SIGKILL after TimeoutStopSec=%s s (state %s timed out)"
-                     % (procs, "%g" % limit if limit is not None else "?", report.get("timed_out_state") or "stop-sigterm"))
-    if report["survivors"]:
-        parts.append("still running after the stop: %s" % ", ".join(describe_process(p) for p in report["survivors"]))
-    if not parts:
-        return ""
-    return "%s: %s" % (unit, "; ".join(parts))

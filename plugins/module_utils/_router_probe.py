@@ -27,8 +27,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils._server_info import 
     ServerInfoError,
     fetch_endpoint,
     parse_json_object,
-    parse_prometheus,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
 
 ROUTER_COUNTER = "smg_worker_cb_outcomes_total"
 WORKER_COUNTER = "sglang:num_requests_total"

@@ -19,16 +19,16 @@ import re
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
+from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import KV_FLAG, launch_kv_flag
+from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
 from ansible_collections.llmops.sglang.plugins.module_utils._http import (
-    DEFAULT_TIMEOUT, MAX_SECONDS, SNIPPET_CHARS, FetchError, OptionError, UrlError, check_api_key, parse_base_url, request, snippet)
+    DEFAULT_TIMEOUT, MAX_SECONDS, FetchError, OptionError, UrlError, check_api_key, parse_base_url, request, snippet)
 
 DEFAULT_URL = "http://127.0.0.1:30000"
 
 # Deeper JSON than this is cut (SGLang answers are a few levels deep).
 MAX_DEPTH = 64
-MAX_METRIC_SAMPLES = 20000
-MAX_MALFORMED_KEPT = 5
-METRIC_PREFIX = "sglang:"
 REDACTED = "********"
 
 # Endpoint name -> paths tried in order (the next one only after a 404).
@@ -43,11 +43,6 @@ ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unautho
                  "http_error", "not_json", "too_large")
 # Connection-level failures: the other endpoints of the same server would fail the same way.
 SHARED_FAILURES = ("bad_url", "refused", "unreachable", "tls")
-
-_METRIC_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME_RE = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*\"")
-_LABEL_ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n"}
-
 
 class ServerInfoError(ValueError):
     """Bad options (not a bad server answer); the message says what to fix."""
@@ -113,16 +108,6 @@ def clean(value, secret=None, depth=0):
     return value
 
 
-def int_or_none(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return None
-
-
 def _str_or_none(value):
     return value if isinstance(value, str) else None
 
@@ -139,7 +124,6 @@ def _str_or_none(value):
 # * From 0.5.20 /server_info carries launch_command, the command line as typed (utils/common.py build_server_info).
 RELEASES = ("0.5.16", "0.5.23")
 SCHEDULERS_RECORD_AUTO_UNTIL = (0, 5, 16)
-KV_FLAG = "--kv-cache-dtype"
 _VERSION_RE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -164,39 +148,6 @@ def kv_release(version=None, dump_format=None):
     if dump_format == "dict":
         return "0.5.23", "the log's server_args dump is a dict (SGLang 0.5.19 or newer)"
     return "0.5.23", "SGLang version unknown: 0.5.23 assumed"
-
-
-def flag_value(words, i, flags):
-    """(value, consumed) when words[i] is one of flags (``--f v`` or ``--f=v``), else (None, 0)."""
-    word = words[i]
-    for flag in flags:
-        if word == flag:
-            return (words[i + 1] if i + 1 < len(words) else ""), 2
-        if word.startswith(flag + "="):
-            return word[len(flag) + 1:], 1
-    return None, 0
-
-
-def launch_kv_flag(words):
-    """(--kv-cache-dtype value, as written, problem) of a launch command's words; argparse: the last one wins.
-
-    The value is None when the flag is absent (SGLang's default is auto) or cannot be read (problem says why).
-    """
-    value = form = problem = None
-    i = 0
-    while i < len(words):
-        got, used = flag_value(words, i, (KV_FLAG,))
-        if used:
-            value = got
-            form = (KV_FLAG + " " + got) if used == 2 else words[i]
-            i += used
-            continue
-        head = words[i].split("=", 1)[0]
-        if len(head) > len("--kv-c") and KV_FLAG.startswith(head) and head != KV_FLAG:
-            problem = ("%s abbreviates %s: argparse accepts it, but write the flag in full so it can be audited"
-                       % (head, KV_FLAG))
-        i += 1
-    return value, form, problem
 
 
 def kv_summary(info, dump_format=None):
@@ -239,8 +190,8 @@ def kv_summary(info, dump_format=None):
             out["flag_from"] = "/server_info launch_command: %s" % (form or "no " + KV_FLAG)
         out["server_kv"] = [out["top_level"]] if out["top_level"] is not None else []
         out["server_kv_from"] = "/server_info kv_cache_dtype (after SGLang's argument resolution)"
-    out["max_total_num_tokens"] = int_or_none(info.get("max_total_num_tokens"))
-    out["tp_size"] = int_or_none(info.get("tp_size"))
+    out["max_total_num_tokens"] = whole_number(info.get("max_total_num_tokens"))
+    out["tp_size"] = whole_number(info.get("tp_size"))
     out["model_path"] = _str_or_none(info.get("model_path"))
     out["status"] = _str_or_none(info.get("status"))
     return out
@@ -260,106 +211,6 @@ def kv_report(summary):
         "release": summary["release"],
         "release_source": summary["release_from"],
     }
-
-
-# Prometheus text exposition format 0.0.4
-
-
-def _parse_labels(text, pos):
-    """Labels starting after '{' at pos: (dict, position after '}'); ValueError when malformed."""
-    labels = {}
-    while True:
-        while pos < len(text) and text[pos] in " \t":
-            pos += 1
-        if pos < len(text) and text[pos] == "}":
-            return labels, pos + 1
-        m = _LABEL_NAME_RE.match(text, pos)
-        if not m:
-            raise ValueError("bad label name")
-        pos = m.end()
-        chars = []
-        while True:
-            if pos >= len(text):
-                raise ValueError("unterminated label value")
-            ch = text[pos]
-            if ch == "\\":
-                if pos + 1 >= len(text):
-                    raise ValueError("dangling escape")
-                chars.append(_LABEL_ESCAPES.get(text[pos + 1], "\\" + text[pos + 1]))
-                pos += 2
-                continue
-            if ch == "\"":
-                pos += 1
-                break
-            chars.append(ch)
-            pos += 1
-        labels[m.group(1)] = "".join(chars)
-        while pos < len(text) and text[pos] in " \t":
-            pos += 1
-        if pos < len(text) and text[pos] == ",":
-            pos += 1
-        elif pos < len(text) and text[pos] == "}":
-            return labels, pos + 1
-        else:
-            raise ValueError("expected ',' or '}' after a label")
-
-
-def _metric_value(token):
-    value = float(token)  # accepts NaN, +Inf, -Inf and exponents, like the format
-    if math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-
-
-def parse_sample(line):
-    """(name, labels, value) of one sample line; ValueError when malformed."""
-    m = _METRIC_NAME_RE.match(line)
-    if not m:
-        raise ValueError("no metric name")
-    name, pos = m.group(0), m.end()
-    labels = {}
-    if pos < len(line) and line[pos] == "{":
-        labels, pos = _parse_labels(line, pos + 1)
-    rest = line[pos:].split()
-    if not rest or len(rest) > 2 or (pos < len(line) and line[pos] not in " \t"):
-        raise ValueError("expected a value (and optional timestamp) after the name")
-    value = _metric_value(rest[0])
-    if len(rest) == 2:
-        int(rest[1])  # the timestamp must be an integer (milliseconds); not kept
-    return name, labels, value
-
-
-def parse_prometheus(text, prefix=METRIC_PREFIX, max_samples=MAX_METRIC_SAMPLES):
-    """Samples of the Prometheus text format as {name: [{labels, value}]}, kept for names with prefix.
-
-    Comment lines are skipped; malformed sample lines are counted and a few kept, never raised.
-    Non-finite values are the strings ``NaN``, ``+Inf`` and ``-Inf``.
-    """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    metrics, malformed, bad_lines = {}, 0, []
-    samples, kept, truncated = 0, 0, False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            name, labels, value = parse_sample(line)
-        except ValueError:
-            malformed += 1
-            if len(bad_lines) < MAX_MALFORMED_KEPT:
-                bad_lines.append(line[:SNIPPET_CHARS])
-            continue
-        samples += 1
-        if prefix and not name.startswith(prefix):
-            continue
-        if kept >= max_samples:
-            truncated = True
-            continue
-        kept += 1
-        metrics.setdefault(name, []).append({"labels": labels, "value": value})
-    return {"metrics": metrics, "samples": samples, "kept": kept, "malformed_lines": malformed,
-            "malformed_examples": bad_lines, "truncated": truncated}
 
 
 # ---------------------------------------------------------------------------------------------

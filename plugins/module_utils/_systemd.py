@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, run_bounded
 
 # systemctl show answers in milliseconds; a minute means systemd (PID 1 or D-Bus) is stuck.
@@ -27,6 +28,11 @@ _VERIFY = ("/bin/sh -c 'd=$(mktemp -d) && cp \"$1\" \"$d/{0}\" && out=$(systemd-
            " rc=$?; rm -rf \"$d\"; [ -n \"$out\" ] && echo \"$out\" >&2; [ $rc -eq 0 ] {1}' verify %s")
 # A unit file's name as the command above can carry it (systemd's own characters, without the backslash).
 _UNIT_FILE_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+\.(service|socket|timer|target|path|mount)$")
+# A unit's state as the readiness wait and the clean stop read it.
+SHOW_PROPERTIES = (
+    "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
+    "ExecMainStatus", "ExecMainStartTimestampMonotonic", "ControlGroup", "TimeoutStopUSec",
+)
 
 
 class SystemdError(Exception):
@@ -101,3 +107,21 @@ def show(unit, properties, systemctl="systemctl", run=run, timeout=SHOW_TIMEOUT,
         raise SystemdError("systemd knows no unit %s (LoadState=not-found): check the name with systemctl list-unit-files "
                            "'%s*', or install the unit first" % (unit, unit.split(".")[0]))
     return state
+
+
+def show_unit(run, systemctl, unit, properties=SHOW_PROPERTIES):  # pylint: disable=redefined-outer-name
+    """The unit's state, numbers as ints; a unit systemd does not know comes back with its LoadState."""
+    state = show(unit, properties, systemctl, run=run, missing_ok=True)
+    state["NRestarts"] = to_int(state.get("NRestarts"), 0)
+    state["MainPID"] = to_int(state.get("MainPID"), 0)
+    state["ExecMainStatus"] = to_int(state.get("ExecMainStatus"), 0)
+    state["ExecMainStartTimestampMonotonic"] = to_int(state.get("ExecMainStartTimestampMonotonic"), 0)
+    return state
+
+
+_SUMMARY_KEYS = (("active_state", "ActiveState"), ("sub_state", "SubState"), ("result", "Result"), ("n_restarts", "NRestarts"),
+                 ("invocation_id", "InvocationID"), ("main_pid", "MainPID"), ("exec_main_status", "ExecMainStatus"))
+
+
+def unit_summary(state):
+    return dict((name, state.get(key)) for name, key in _SUMMARY_KEYS)

@@ -54,15 +54,31 @@ def quote(word, first=False):
 
     ``first``: the executable, quoted also when it starts with a prefix character (systemd would read it as one).
     """
+    text = _carried(word, "an ExecStart= line").replace("%", "%%").replace("$", "$$")
+    if _PLAIN_WORD.match(text) and not (first and text[0] in PREFIXES):
+        return text
+    return _quoted(text)
+
+
+def environment_value(name, value):
+    """Environment='s value for one variable, NAME=VALUE as one double-quoted word that systemd reads back as exactly
+    that: the same quoting as an ExecStart= word, but ``$`` stays single (systemd fills in no variables there)."""
+    return _quoted(_carried("%s=%s" % (name, value), "an Environment= line").replace("%", "%%"))
+
+
+def _carried(word, where):
+    """The word as text; ExecSyntaxError when it holds what no unit line can carry."""
     text = str(word)
     bad = [c for c in _REFUSED if c in text]
     if bad:
-        raise ExecSyntaxError("the word %r holds %s, which an ExecStart= line cannot carry: remove it"
+        raise ExecSyntaxError("the word %r holds %s, which %s cannot carry: remove it"
                               % (text[:80], " and ".join({"\x00": "a NUL byte", "\n": "a line break", "\r": "a carriage return"}[c]
-                                                         for c in bad)))
-    text = text.replace("%", "%%").replace("$", "$$")
-    if _PLAIN_WORD.match(text) and not (first and text[0] in PREFIXES):
-        return text
+                                                         for c in bad), where))
+    return text
+
+
+def _quoted(text):
+    """text in double quotes, backslash and quote escaped, control characters as \\xHH (systemd C-unescapes them)."""
     out = []
     for char in text:
         if char in '\\"':
@@ -195,6 +211,12 @@ def _exec_word(word):
             out.append(word[i])
             i += 1
     return "".join(out), variable
+
+
+def split_words(text):
+    """The words of a command line given as one string, by ExecStart='s word rules (quotes, C escapes) without its
+    specifier and environment passes: ExecSyntaxError when a quote is left open."""
+    return [word for word, _raw in _words(text)]
 
 
 def parse_value(value, unit=None):

@@ -83,6 +83,8 @@ options:
       - Interpreter of the SGLang install on the host (for example C(/opt/sglang/venv/bin/python)). When set,
         a probe shipped with this collection runs SGLang's own C(ModelConfig), C(get_quant_config) and
         C(configure_kv_cache_dtype) on the checkpoint (no GPU, no weights read) and its answer is trusted.
+        C(ModelConfig) is built as the server builds it without C(--trust-remote-code), so configuration code the
+        checkpoint ships (named in C(auto_map)) is never imported.
       - When the interpreter is missing or SGLang does not import, RV(sglang_auto.error) says so, a note is
         added and the collection's own answer stands, unless O(sglang_required) is true.
     type: path

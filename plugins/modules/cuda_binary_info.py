@@ -25,6 +25,10 @@ description:
   - A shared library without device code is reported (with C(has_device_code=false)), not treated as an error.
   - With O(require_archs) the module fails unless the union of cubin archs meets every listed arch; the message names the missing arch,
     what was found and how to rebuild (sgl-kernel for SM120 with FP4 needs an C(sm_120a) cubin).
+  - With O(require_kernels) it also fails unless, for every required arch, some kernel whose name matches each pattern has a cubin that
+    meets that arch; an C(sm_120a) cubin proves nothing about FP4 when no FP4 kernel is in it. Only the cubins that meet a required arch
+    are read for their symbols (the kernel entry symbols of each cubin's ELF symbol table, with their code sizes); the summary path
+    stays header-only.
 options:
   path:
     description:
@@ -48,6 +52,21 @@ options:
       - A family cubin of another number never counts (C(sm_100f) does not meet C(sm_103a)).
     type: bool
     default: false
+  require_kernels:
+    description:
+      - Patterns (Python regular expressions, searched, case-sensitive) that kernels must match, each for every arch of O(require_archs),
+        which must then be set. A pattern is met for an arch when a kernel of a cubin that meets that arch (the O(require_archs) rule,
+        O(accept_family) included) matches it.
+      - A kernel's name is matched as mangled (V(_ZN7fixture4gemm15fp4_gemm_kernelIN7cutlass12float_e2m1_tEEEvPKT_PKfPfi)) and as its
+        identifiers (the Itanium C(<length><identifier>) source names) joined by C(::)
+        (V(fixture::gemm::fp4_gemm_kernel::cutlass::float_e2m1_t)), so V(fp4|e2m1), V(cutlass::gemm) or V(^silu_and_mul$) work. This is
+        not a full demangling; a name that the mangling repeats through a substitution appears only where it first occurs.
+      - Compressed cubins are unpacked to read their symbols, LZ4 ones in Python and zstd ones (nvcc's default) by the C(zstd) program,
+        which must then be installed on the host (C(apt install zstd)); with O(reader=cuobjdump) the symbols come from
+        C(cuobjdump --dump-elf-symbols) instead, without code sizes.
+    type: list
+    elements: str
+    default: []
   reader:
     description:
       - How the device code is read. C(fatbin) reads the fatbin entry headers in Python (fast, no cuobjdump needed);
@@ -73,6 +92,7 @@ notes:
   - Reading a large wheel extracts each shared library in turn, so it needs free space in the remote temporary folder for the largest one.
 requirements:
   - cuobjdump (CUDA toolkit, or C(pip install nvidia-cuda-cuobjdump)) for O(reader=cuobjdump) only.
+  - The C(zstd) program for O(require_kernels) with O(reader=fatbin) when a cubin to read is zstd-compressed.
 author:
   - llmops maintainers (@llmops)
 """
@@ -82,6 +102,12 @@ EXAMPLES = r"""
   llmops.sglang.cuda_binary_info:
     path: /opt/build/sgl-kernel/dist/sgl_kernel-0.3.21-cp310-abi3-linux_x86_64.whl
     require_archs: [sm_120a]
+
+- name: Prove the FP4 kernels themselves have sm_120a code, not only that some cubin does
+  llmops.sglang.cuda_binary_info:
+    path: /opt/build/sgl-kernel/dist/sgl_kernel-0.3.21-cp310-abi3-linux_x86_64.whl
+    require_archs: [sm_120a]
+    require_kernels: ['fp4|e2m1']
 
 - name: Audit an installed package, accepting sm_120f family code
   llmops.sglang.cuda_binary_info:
@@ -141,6 +167,13 @@ libraries:
       description: Whether the library embeds any CUDA fatbin.
       type: bool
       sample: true
+    kernels:
+      description:
+        - With O(require_kernels), what was read in this library, C(cubins) and C(kernels) (counts of the cubins that meet a required
+          arch and of their kernels), and C(matches), the rows of RV(kernel_matches) for this library alone.
+      returned: when O(require_kernels) is set
+      type: dict
+      sample: {cubins: 2, kernels: 2, matches: []}
     family_resolved:
       description:
         - Whether the cubin archs tell C(sm_Nf) family cubins from plain C(sm_N) ones. Always true with O(reader=fatbin) for a library with
@@ -224,6 +257,62 @@ missing_archs:
   type: list
   elements: str
   sample: []
+required_kernels:
+  description: O(require_kernels) as given.
+  returned: success
+  type: list
+  elements: str
+  sample: ['fp4|e2m1']
+kernel_matches:
+  description:
+    - One entry per pattern of O(require_kernels) and arch of O(require_archs), over all libraries; empty without O(require_kernels).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pattern:
+      description: The pattern.
+      type: str
+      sample: fp4|e2m1
+    arch:
+      description: The required arch.
+      type: str
+      sample: sm_120a
+    count:
+      description: How many kernels of cubins that meet the arch match the pattern (a kernel in two such cubins counts twice).
+      type: int
+      sample: 1
+    code_bytes:
+      description: The code size (C(st_size)) of those kernels added up; 0 with O(reader=cuobjdump).
+      type: int
+      sample: 9216
+    smallest:
+      description: The smallest of those code sizes, so that a trap-only stub (a few hundred bytes) shows; null when none matched or with
+        O(reader=cuobjdump).
+      type: int
+      sample: 9216
+    cubins_searched:
+      description: How many cubins that meet the arch were read.
+      type: int
+      sample: 35
+    kernels_searched:
+      description: How many kernels they hold.
+      type: int
+      sample: 1012
+    kernels:
+      description: The first five matching kernels, each with C(name) (mangled), C(readable) (its identifiers joined by C(::)),
+        C(size) (code bytes; null with O(reader=cuobjdump)), C(arch) and C(cubin) (the cubin's name as cuobjdump lists it), C(library).
+      type: list
+      elements: dict
+      sample: [{name: _ZN7fixture4gemm15fp4_gemm_kernelIN7cutlass12float_e2m1_tEEEvPKT_PKfPfi,
+                readable: "fixture::gemm::fp4_gemm_kernel::cutlass::float_e2m1_t", size: 9216, arch: sm_120a,
+                cubin: libkernel_names.2.sm_120a.cubin, library: libkernel_names.so}]
+missing_kernels:
+  description: The (pattern, arch) pairs of RV(kernel_matches) without a match; the module fails when this is not empty.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pattern: fp4|e2m1, arch: sm_120a}]
 reader:
   description: The reader used (O(reader)).
   returned: success
@@ -249,10 +338,15 @@ from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import 
     default_runner,
     find_cuobjdump,
     inspect_path,
+    kernel_patterns,
+    kernel_reader,
+    kernel_report,
     library_reader,
     missing_archs,
+    missing_kernels_message,
     missing_message,
     normalize_arch,
+    scan_kernels,
 )
 
 
@@ -263,18 +357,36 @@ def run_module(params, runner, tmp_dir=None):
         arch = normalize_arch(arch)
         if arch not in required:
             required.append(arch)
+    patterns = kernel_patterns(params.get("require_kernels") or [])
+    if patterns and not required:
+        raise CudaBinaryError("require_kernels needs require_archs: the archs whose cubins must hold the kernels, for example [sm_120a]")
     reader = params.get("reader") or "fatbin"
     cuobjdump = find_cuobjdump(params.get("cuobjdump")) if reader == "cuobjdump" else None
-    result = inspect_path(params["path"], library_reader(reader, cuobjdump, runner), tmp_dir, params.get("list_cubins"))
+    kernels = None
+    if patterns:
+        read_kernels = kernel_reader(reader, cuobjdump, runner)
+
+        def kernels(path, cubins):
+            return scan_kernels(path, cubins, read_kernels, patterns, required, params["accept_family"])
+    result = inspect_path(params["path"], library_reader(reader, cuobjdump, runner), tmp_dir, params.get("list_cubins"), kernels)
     missing = missing_archs(required, result["elf_archs"], params["accept_family"])
+    matches, missing_kernels = kernel_report(result["libraries"], patterns, required)
     result.update(
         reader=reader,
         cuobjdump=cuobjdump,
         cuobjdump_version=cuobjdump_version(cuobjdump, runner) if cuobjdump else None,
         required_archs=required,
         missing_archs=missing,
+        required_kernels=[text for text, _regex in patterns],
+        kernel_matches=matches,
+        missing_kernels=missing_kernels,
     )
-    return result, (missing_message(result, missing, params["accept_family"]) if missing else None)
+    failures = []
+    if missing:
+        failures.append(missing_message(result, missing, params["accept_family"]))
+    if missing_kernels:
+        failures.append(missing_kernels_message(result, matches, params["accept_family"]))
+    return result, (" ".join(failures) or None)
 
 
 def main():
@@ -282,6 +394,7 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True),
             require_archs=dict(type="list", elements="str", default=[]),
+            require_kernels=dict(type="list", elements="str", default=[]),
             accept_family=dict(type="bool", default=False),
             reader=dict(type="str", choices=["fatbin", "cuobjdump"], default="fatbin"),
             list_cubins=dict(type="bool", default=False),
@@ -292,7 +405,7 @@ def main():
     try:
         result, failure = run_module(module.params, default_runner, module.tmpdir)
     except CudaBinaryError as exc:
-        module.fail_json(msg=str(exc), missing_archs=[])
+        module.fail_json(msg=str(exc), missing_archs=[], kernel_matches=[], missing_kernels=[])
     if failure:
         module.fail_json(msg=failure, **result)
     module.exit_json(changed=False, **result)

@@ -348,7 +348,7 @@ elapsed_s:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import GpuInfoError, collect
+from ansible_collections.llmops.sglang.plugins.module_utils._gpu_probe import GpuInfoError, collect
 
 
 def main():

@@ -69,7 +69,8 @@ options:
     description:
       - The SGLang launch command as a list of words (for example the unit's rendered C(ExecStart)).
       - Each element is one word, spaces included. Only a whole command line given as the only element, or as the
-        script of a shell's C(-c) (C(sh -c '...')), is split into words as that shell would.
+        script of a shell's C(-c) (C(sh -c '...')), is split into words, by the quoting rules of C(ExecStart=)
+        (quotes and backslash escapes, as O(unit) is read; a quote left open splits at whitespace).
       - Mutually exclusive with O(unit).
     type: list
     elements: str
@@ -304,9 +305,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
     checkpoint_to_inspect,
     evaluate,
     redact_argv,
-    select_launch_command,
     served_model,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import select_launch_command
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SHOW_TIMEOUT, SystemdError, run, show
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import (

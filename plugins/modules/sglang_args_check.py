@@ -57,6 +57,21 @@ options:
       - Seconds to wait for the interpreter to import SGLang and parse the arguments.
     type: int
     default: 120
+  gpu_capability:
+    description:
+      - Compute capability of the GPU the server runs on, for example C(12.0).
+      - With it, an NVFP4 launch (O(quant_algo) C(NVFP4), or C(--quantization modelopt_fp4)) has its
+        C(--fp4-gemm-backend) and C(--moe-runner-backend) checked against the collection's table of where each
+        choice's kernels come from in the SGLang release the interpreter imports (SGLang 0.5.16 and 0.5.23 are
+        tabled; see C(docs/fp4_sm120.md)). Only SM 12.0 is tabled, other GPUs are not checked.
+      - A choice without SM 12.0 kernels, one SGLang refuses for NVFP4, or an untabled release is a problem with
+        a fix (RV(fp4)); problems fail the task like a rejected flag when O(fail_on_invalid) is true.
+    type: str
+  quant_algo:
+    description:
+      - The checkpoint's quantization algorithm (C(quant_algo) of its C(hf_quant_config.json)), for example
+        C(NVFP4). Used with O(gpu_capability).
+    type: str
   cache_dir:
     description:
       - Directory (created private to the user) where a passed check is kept under a digest of everything it
@@ -84,6 +99,13 @@ EXAMPLES = r"""
       - bf16
       - --api-key
       - "{{ sglang_api_key }}"
+
+- name: Also refuse FP4 backends without SM 12.0 kernels for an NVFP4 checkpoint on an RTX PRO 6000
+  llmops.sglang.sglang_args_check:
+    python: /opt/sglang/venv/bin/python
+    args: "{{ sglang_launch_args }}"
+    gpu_capability: "12.0"
+    quant_algo: NVFP4
 
 - name: Only report problems
   llmops.sglang.sglang_args_check:
@@ -160,6 +182,15 @@ python_version:
   returned: success or when the arguments were checked
   type: str
   sample: 3.12.3
+fp4:
+  description:
+    - The FP4 kernel check run for O(gpu_capability), saying whether the launch is NVFP4, the FlashInfer JIT modules its
+      backends load, what the host needs for them, and the problems, each with C(flag), C(value), C(problem) and
+      C(fix).
+  returned: when O(gpu_capability) is set and the arguments were checked
+  type: dict
+  sample: {"nvfp4": true, "modules": ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"],
+           "needs": ["nvcc>=12.9", "nvcc>=12.8"], "problems": []}
 cached:
   description: Whether the result is that of an earlier passed check with the same digest (see O(cache_dir)).
   returned: success or when the arguments were checked
@@ -173,6 +204,7 @@ python:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils._fp4_kernels import kernel_plan
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args import (
     SglangArgsError,
     cached_check,
@@ -210,13 +242,18 @@ def run_module(module):
     for item in result["deprecated"]:
         module.warn("%s is deprecated in SGLang %s%s" % (item["flag"], result["sglang_version"],
                                                          "; use %s" % item["replacement"] if item.get("replacement") else ""))
-    if not result["valid"] and module.params["fail_on_invalid"]:
-        module.fail_json(msg=format_errors(result, python), python=python, **result)
+    fp4_text = ""
+    if module.params["gpu_capability"] is not None:
+        plan = kernel_plan(result["sglang_version"], module.params["gpu_capability"], args, module.params["quant_algo"])
+        result["fp4"] = {key: plan[key] for key in ("nvfp4", "modules", "needs", "problems")}
+        fp4_text = "".join("\n%s; fix: %s" % (p["problem"], p["fix"]) for p in plan["problems"])
+    if (not result["valid"] or fp4_text) and module.params["fail_on_invalid"]:
+        module.fail_json(msg=(format_errors(result, python) if not result["valid"] else "FP4 kernels:") + fp4_text, python=python, **result)
     if result["valid"]:
         msg = "SGLang %s accepts all %d launch argument(s)" % (result["sglang_version"], len(args))
     else:
         msg = format_errors(result, python)
-    module.exit_json(changed=False, msg=msg, python=python, cached=cached, **result)
+    module.exit_json(changed=False, msg=msg + fp4_text, python=python, cached=cached, **result)
 
 
 def main():
@@ -227,6 +264,8 @@ def main():
             fail_on_invalid=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
             cache_dir=dict(type="path"),
+            gpu_capability=dict(type="str"),
+            quant_algo=dict(type="str"),
         ),
         supports_check_mode=True,
         # the invocation log line would carry the arguments, secrets included

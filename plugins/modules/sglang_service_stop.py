@@ -111,7 +111,7 @@ unit:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils._readiness import UnitError, describe_stop, stop_unit
+from ansible_collections.llmops.sglang.plugins.module_utils._service_stop import UnitError, describe_stop, stop_unit
 
 
 def main():

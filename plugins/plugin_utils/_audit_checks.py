@@ -20,8 +20,10 @@ from __future__ import absolute_import, division, print_function
 import numbers
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import GIB, BudgetError, concurrency, plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 # The audit's own log rules (roles/audit/vars/main.yml defines their patterns): info lines it reads, not findings.
 WEIGHTS_RULE = "audit_weights_loaded"
@@ -40,13 +42,20 @@ POOL_DTYPES = ((3.5, 4.5, "float32"), (1.75, 2.25, "16-bit"))
 # ssm_state size is printed with two decimals: only pools of 0.1 GB or more are precise enough.
 MIN_POOL_GB = 0.1
 ISSUES = ("fail", "warning", "note", "unknown")
-SETTINGS = {
+# The settings audit() reads, without their audit_ prefix, and their defaults.
+DEFAULTS = {
     "unit": None, "url": None, "report_dir": None,
     "expected_kv_dtype": "bf16", "min_signals": 3,
     "expected_quantization": "modelopt_fp4", "expected_quant_algo": "NVFP4",
     "expected_mamba_ssm_dtype": "float32", "spec_min_accept_length": 2.0,
     "context_lengths": [32768, 131072], "mamba_slots_per_request": 3,
 }
+# The same settings by the role's names: its vars/main.yml hands exactly these over (_audit_setting_names; a unit test
+# keeps the two equal).
+SETTINGS = tuple("audit_" + name for name in DEFAULTS)
+# The role's results the checks read (its _audit_result_names), by the key audit() takes them under.
+RESULTS = (("guard", "_audit_guard_run"), ("log", "_audit_log"), ("server", "_audit_server"), ("checkpoint", "_audit_ckpt"),
+           ("unit_show", "_audit_unit_show"), ("model_dir", "_audit_model_dir"))
 QUESTION = "Are we doing anything that could be reducing model accuracy?"
 SUMMARY_LINE = "%-5s kv=%-7s weights=%-19s ssm=%-9s spec=%-11s ctx/pool=%-16s %-20s issues=%s"
 NO_GUARD = "the guard did not run"
@@ -58,14 +67,6 @@ class AuditError(ValueError):
 
 def _dict(value):
     return value if isinstance(value, dict) and value else {}
-
-
-def _int(value):
-    """Like Jinja's int filter: 0 for what is not a number."""
-    try:
-        return int(float(value)) if isinstance(value, str) else int(value or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _search(pattern, text):
@@ -387,10 +388,10 @@ def verdict(checks):
 def _settings(settings):
     if not isinstance(settings, dict):
         raise AuditError("settings must be a dict (the role's _audit_settings), got %s" % type(settings).__name__)
-    unknown = sorted(set(settings) - set(SETTINGS))
+    unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
-        raise AuditError("unknown settings %s: use %s" % (", ".join(unknown), ", ".join(sorted(SETTINGS))))
-    out = dict(SETTINGS, **settings)
+        raise AuditError("unknown settings %s: use %s" % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    out = dict(DEFAULTS, **settings)
     lengths = out["context_lengths"]
     if not isinstance(lengths, (list, tuple)):
         raise AuditError("audit_context_lengths must be a list of token counts, got %r" % (lengths,))
@@ -405,7 +406,7 @@ def audit(facts, settings):
     """Every check, the capacity table, the verdict, the report, the summary line and the set_stats text.
 
     facts: {host, guard, log, server, checkpoint, unit_show, model_dir}, each as the role registered it
-    (missing, skipped or failed results count as unknown). settings: see SETTINGS.
+    (missing, skipped or failed results count as unknown). settings: see DEFAULTS.
     """
     if not isinstance(facts, dict):
         raise AuditError("facts must be a dict {host, guard, log, server, checkpoint, unit_show, model_dir}")
@@ -479,3 +480,20 @@ def audit(facts, settings):
                     "report": "%s/%s/audit.json" % (settings["report_dir"], host), "line": line},
         "stats": plain("%s kv=%s issues=%s" % (result, guard["verdict"], ",".join(issues) or "-")),
     }
+
+
+def checks(settings, results, host):
+    """The role's phase: its settings by their audit_ names (SETTINGS), its results by name (RESULTS), the host."""
+    if not isinstance(settings, dict) or not isinstance(results, dict):
+        raise AuditError("the role hands over its settings and results as mappings (_audit_settings, _audit_results)")
+    missing = [name for name in SETTINGS if name not in settings]
+    if missing:
+        raise AuditError("settings missing: %s (the role's _audit_setting_names lists them)" % ", ".join(missing))
+    facts = dict((key, registered(results, name)) for key, name in RESULTS)
+    facts["host"] = host
+    return audit(facts, dict((name[len("audit_"):], settings[name]) for name in SETTINGS))
+
+
+# The phases of the role's one filter, llmops.sglang.audit_plan: each takes the settings first.
+PHASES = {"checks": checks}
+ERRORS = (AuditError,)

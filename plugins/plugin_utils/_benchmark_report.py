@@ -16,8 +16,10 @@ import json
 import os
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy as _truthy
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 PREFIX = "benchmark_"
 # The controller's files of one host (under benchmark_report_dir/HOST).
@@ -57,6 +59,13 @@ CANARY_OPTIONS = (
 )
 RUN_EVAL_OPTIONS = (("enabled", "run_eval"), ("python", "python"), ("num_examples", "run_eval_num_examples"),
                     ("min_score", "run_eval_min_score"))
+# Every setting the role hands over (its vars/main.yml lists them as _benchmark_setting_names; a unit test keeps the two
+# equal): the modules' options, then what the baseline, the record and the reports read.
+SETTINGS = tuple(PREFIX + name for name in dict.fromkeys(
+    [name or option for table in (BENCHMARK_OPTIONS, CANARY_OPTIONS, RUN_EVAL_OPTIONS) for option, name in table]
+    + ["baseline", "profile", "canary", "fail", "render_png", "report_dir", "trend_runs"]))
+# The results the phases read (_benchmark_result_names).
+RESULTS = ("_benchmark_profiles", "_benchmark_plan", "_benchmark_result", "_benchmark_canary")
 
 
 def read_text(path):
@@ -243,7 +252,28 @@ def run_record(settings, result, canary, host, gate_note="", now=None):
     }
 
 
-def _truthy(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    return bool(value)
+def _role_inputs(settings, results):
+    if not isinstance(settings, dict) or not isinstance(results, dict):
+        raise BenchmarkError("the role hands over its settings and results as mappings (_benchmark_settings, _benchmark_results)")
+    missing = [name for name in SETTINGS if name not in settings]
+    if missing:
+        raise BenchmarkError("settings missing: %s (the role's _benchmark_setting_names lists them)" % ", ".join(missing))
+    return lambda name: registered(results, "_benchmark_" + name)
+
+
+def plan(settings, results, host):
+    """The role's plan, computed once: the gate's baseline ({ok, baseline, note, error}) and the two modules' options."""
+    r = _role_inputs(settings, results)
+    baseline = choose_baseline(settings, r("profiles"))
+    return {"baseline": baseline, "options": module_options(settings, host, baseline["baseline"])}
+
+
+def record(settings, results, host):
+    """The run's record (run_record) from the benchmark's and the canary's results and the plan's gate note."""
+    r = _role_inputs(settings, results)
+    return run_record(settings, r("result"), r("canary"), host, ((r("plan") or {}).get("baseline") or {}).get("note") or "")
+
+
+# The phases of the role's one filter, llmops.sglang.benchmark_plan: each takes the settings first.
+PHASES = {"plan": plan, "record": record}
+ERRORS = (BenchmarkError,)

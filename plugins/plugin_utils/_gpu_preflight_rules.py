@@ -4,33 +4,35 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Private to this collection's roles and plugins: runs on the controller only, not an API; it may change in
 # any release without notice.
-"""GPU preflight rules: compare gpu_info / cuda_toolkit_info results with what the deployment needs.
+"""GPU preflight rules: compare gpu_info / cuda_toolkit_info results with what the deployment needs (the role's
+stamp, report and messages around them are _gpu_preflight_plan.py's).
 
 Pure functions, stdlib only. Rule ids are stable; waivers and reports refer to them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import posixpath
 import re
 import textwrap
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none, is_empty
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import normalize_compute_cap
 
+# What a key left out expects. The arch and the toolkit are the role's settings alone (gpu_preflight_toolkit_archs,
+# gpu_preflight_cuda_toolkit_min, which playbooks/vars/server_wiring.yml hands to the kernel build): none here.
 DEFAULT_EXPECTATIONS = {
     "gpu_count": 8,
     "compute_capability": "12.0",
     "driver_min_branch": 580,
-    "cuda_toolkit_min": "12.8",
+    "cuda_toolkit_min": None,
     "kernel_module": "open",
     "mig_allowed": False,
     "persistence_mode": True,
     "min_free_mib": None,
     "min_free_fraction": None,
     "require_ecc": None,
-    "toolkit_archs": ["sm_120a"],
+    "toolkit_archs": [],
     "require_toolkit": True,
 }
 
@@ -89,14 +91,10 @@ def _coerce(value):
     text = value.strip()
     if re.match(r"^-?\d+$", text):
         return int(text)
-    low = text.lower()
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
-    if low in ("", "none", "null"):
+    if is_empty(text):
         return None
-    return value
+    got = boolean_or_none(text)
+    return value if got is None else got
 
 
 def normalize_expectations(expectations):
@@ -290,7 +288,7 @@ def _check_cuda_toolkit(c, tk, exp):
     if minimum and (version_tuple(release) is None or version_tuple(release) < version_tuple(minimum)):
         c.add("cuda_toolkit", "fail", found="%s (%s)" % (release, tk.get("nvcc")), required=req,
               message="CUDA toolkit %s found, %s required" % (release, req),
-              fix="install CUDA toolkit %s (sm_120a needs 12.8 or newer) and put its nvcc first" % req)
+              fix="install CUDA toolkit %s and put its nvcc first" % req)
         return True
     c.add("cuda_toolkit", "pass", found="%s (%s)" % (release, tk.get("nvcc")), required=req)
     return True
@@ -315,7 +313,8 @@ def _check_toolkit_arch(c, tk, exp, toolkit_ok):
             if cls == "host_compiler":
                 fix = "install a host compiler nvcc supports (gcc/g++) and rerun"
             else:
-                fix = "install a CUDA toolkit that supports %s (12.8 or newer for sm_120a)" % arch
+                fix = "install a CUDA toolkit that supports %s%s" % (
+                    arch, " (%s or newer)" % exp["cuda_toolkit_min"] if exp["cuda_toolkit_min"] else "")
             bad.append((arch, "does not compile (%s)" % (cls or "error"), fix))
     if not bad:
         c.add("toolkit_arch", "pass", found="compiles: " + ", ".join(archs), required=", ".join(archs))
@@ -584,78 +583,3 @@ def render_table(checks):
             parts = [(col[row] if row < len(col) else "").ljust(w) for col, w in zip(wrapped, widths)]
             lines.append(" | ".join(parts).rstrip())
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# The gpu_preflight role
-
-# Role setting (gpu_preflight_<name>) -> expectation; the role passes every gpu_preflight_* variable.
-ROLE_EXPECTATIONS = (
-    ("gpu_count", "gpu_count"),
-    ("compute_capability", "compute_capability"),
-    ("driver_min_branch", "driver_min_branch"),
-    ("cuda_toolkit_min", "cuda_toolkit_min"),
-    ("require_toolkit", "require_toolkit"),
-    ("toolkit_archs", "toolkit_archs"),
-    ("kernel_module", "kernel_module"),
-    ("mig_allowed", "mig_allowed"),
-    ("persistence_mode", "persistence_mode"),
-    ("mem_fraction_static", "min_free_fraction"),
-    ("require_ecc", "require_ecc"),
-)
-ROLE_PREFIX = "gpu_preflight_"
-SMOKE_DIR = "/var/cache/llmops-sglang/gpu-smoke"
-
-
-def smoke_binary(gpu_info, toolkit, settings, source):
-    """Where the role builds the CUDA smoke test, or None when it does not run (off, nvidia-smi failed, no nvcc).
-
-    The name carries a hash of the source and the GPUs' compute capabilities: nvcc -arch=native builds for the GPUs
-    present, so new GPUs or a new source build a new binary.
-    """
-    role_expectations(settings)  # settings must be a mapping
-    if not (_truthy(settings.get(ROLE_PREFIX + "smoke_test")) and (gpu_info or {}).get("ok") and (toolkit or {}).get("installed")):
-        return None
-    caps = ",".join(str(g.get("compute_capability")) for g in gpu_info.get("gpus") or [] if isinstance(g, dict))
-    return "%s/gpu_smoke-%s" % (SMOKE_DIR, hashlib.sha1((str(source) + caps).encode("utf-8")).hexdigest())
-
-
-def _truthy(value):
-    return _coerce(value) is True
-
-
-def role_expectations(settings):
-    """The expectations of the gpu_preflight role's settings ({gpu_preflight_NAME: value}); absent ones keep defaults."""
-    if not isinstance(settings, dict):
-        raise PreflightError("settings must map gpu_preflight_* variables to their values, got %s" % type(settings).__name__)
-    return dict((key, settings[ROLE_PREFIX + name]) for name, key in ROLE_EXPECTATIONS if ROLE_PREFIX + name in settings)
-
-
-def role_report(gpu_info, toolkit, settings, smoke=None, host=None):
-    """Everything the gpu_preflight role writes and shows, from its facts and settings.
-
-    Returns {result (evaluate's), stamp (the host's machine-readable verdict), report (the controller's JSON report:
-    facts and verdicts, no run metadata, so a rerun changes nothing), stats ({host: verdict} for the end-of-play table),
-    passed_message, failed_message}.
-    """
-    result = evaluate(gpu_info, toolkit, role_expectations(settings), settings.get(ROLE_PREFIX + "waivers"), smoke=smoke)
-    gi = gpu_info
-    tk = toolkit or {}
-    gpus = gi.get("gpus") or []
-    failed = [item["rule"] for item in result["failed"]]
-    return {
-        "result": result,
-        "stamp_dir": posixpath.dirname(str(settings.get(ROLE_PREFIX + "stamp_path"))),
-        "report_dir": "%s/%s" % (settings.get(ROLE_PREFIX + "report_dir"), host),
-        "stamp": {"passed": result["passed"], "failed_rules": failed, "waived_rules": [w["rule"] for w in result["waived"]],
-                  "gpus": [g.get("uuid") for g in gpus if isinstance(g, dict)], "driver_version": gi.get("driver_version"),
-                  "cuda_toolkit": tk.get("release")},
-        "report": {"host": host, "result": result, "gpus": gpus, "failure": gi.get("failure"),
-                   "driver_version": gi.get("driver_version"), "cuda_driver_version": gi.get("cuda_driver_version"),
-                   "kernel_module": gi.get("kernel_module"), "topology": gi.get("topology"), "cuda_toolkit": tk.get("release"),
-                   "nvcc": tk.get("nvcc")},
-        "stats": {host: "passed" if result["passed"] else "failed: " + ",".join(failed)},
-        "passed_message": "GPU preflight passed (%d checks, %d warnings, %d waived)"
-                          % (len(result["checks"]), len(result["warnings"]), len(result["waived"])),
-        "failed_message": "GPU preflight failed on %s:\n%s" % (host, result["table"]),
-    }

@@ -22,6 +22,7 @@ from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import index_o
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_flag
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import verify_command
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int as _int
 
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 PIP_SOURCES = ("index", "wheelhouse")
@@ -62,23 +63,22 @@ def _text(value):
     return value if isinstance(value, str) else str(value)
 
 
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-# Settings the plan reads besides FLAGS (the optional ones may be missing).
+# Every setting the plan reads: these, FLAGS' and the optional ones (null or empty when not wanted). The role's
+# vars/main.yml hands exactly these over (_router_setting_names; a unit test keeps the two equal).
 NEEDED = ("router_version", "router_venv", "router_config_dir", "router_service_name", "router_host", "router_port",
           "router_worker_group", "router_worker_scheme", "router_worker_port", "router_pip_source", "router_pip_wheelhouse")
+OPTIONAL = ("router_pip_index_url", "router_pip_wheelhouse_src", "router_pip_extra_args", "router_worker_urls_extra",
+            "router_extra_args", "router_api_key", "router_no_api_key_waiver")
+SETTINGS = NEEDED + tuple(name for _flag, name in FLAGS) + OPTIONAL
 
 
 def _check_given(settings):
-    missing = [n for n in NEEDED + tuple(name for _flag, name in FLAGS) if n not in settings]
+    if not isinstance(settings, dict):
+        raise PlanError("the router settings must be a mapping of _router_setting_names, not %s" % type(settings).__name__)
+    missing = [n for n in SETTINGS if n not in settings]
     if missing:
-        raise PlanError("%s not set (each has a default in the router role's defaults/main.yml): pass every router_* "
-                        "variable" % ", ".join(missing))
+        raise PlanError("%s not set (each has a default in the router role's defaults/main.yml): pass every name of the "
+                        "role's _router_setting_names" % ", ".join(missing))
 
 
 def _empty(value):
@@ -237,22 +237,37 @@ def plan(settings, hostvars, hosts, me):
             "router_pip_wheelhouse %s is not a directory on %s: set router_pip_wheelhouse_src to a controller directory "
             "made with `pip download -d DIR sglang-router==%s` (with the host's Python version) or copy the wheels there."
             % (s["router_pip_wheelhouse"], me, s["router_version"])),
-        "wheelhouse_copy": None if _empty(s.get("router_pip_wheelhouse_src")) else {
-            "src": _text(s["router_pip_wheelhouse_src"]).rstrip("/") + "/",
-            "dest": _text(s["router_pip_wheelhouse"]).rstrip("/") + "/"},
+        "wheelhouse_copy": wheelhouse_copy(s),
         "local_url": local_url(s["router_host"], s["router_port"]),
         "metrics_url": local_url(s["router_prometheus_host"], s["router_prometheus_port"]) + "/metrics",
         "problems": problems(s, workers, loopback, me) + unwritable,
     }
 
 
-def wheels(copy, controller_find, host_find):
+def wheelhouse_copy(settings):
+    """The controller's wheelhouse to copy ({src, dest}, each ending in /), or None without router_pip_wheelhouse_src."""
+    if _empty(settings.get("router_pip_wheelhouse_src")):
+        return None
+    return {"src": _text(settings["router_pip_wheelhouse_src"]).rstrip("/") + "/",
+            "dest": _text(settings["router_pip_wheelhouse"]).rstrip("/") + "/"}
+
+
+def wheels(settings, controller_find, host_find):
     """The wheelhouse files the host lacks (missing, or of another size) from the registered finds of
-    plan["wheelhouse_copy"]'s src on the controller and dest on the host: {files: [{src, dest}], dirs: [{path}]} with
+    wheelhouse_copy's src on the controller and dest on the host: {files: [{src, dest}], dirs: [{path}]} with
     the directories they go into (none when nothing is copied)."""
+    _check_given(settings)
+    copy = wheelhouse_copy(settings)
+    if copy is None:
+        raise PlanError("router_pip_wheelhouse_src is not set: there is no controller wheelhouse to copy")
     src, dest = copy["src"].rstrip("/"), copy["dest"].rstrip("/")
     wanted = [rel for rel, _size in unsynced(controller_find, host_find, src, dest)]
     # host_files creates a directory's parents: the deepest ones are enough
     parents = [dest] + [posixpath.join(dest, posixpath.dirname(rel)) for rel in wanted if posixpath.dirname(rel)]
     dirs = [{"path": p} for i, p in enumerate(parents) if wanted and p not in parents[:i]]
     return {"files": [{"src": posixpath.join(src, rel), "dest": posixpath.join(dest, rel)} for rel in wanted], "dirs": dirs}
+
+
+# The phases of the role's one filter, llmops.sglang.router_plan: each takes the settings first.
+PHASES = {"plan": plan, "wheels": wheels}
+ERRORS = (PlanError,)

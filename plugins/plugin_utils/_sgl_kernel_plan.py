@@ -5,10 +5,11 @@
 # Private to this collection's roles and plugins: runs on the controller only, not an API; it may change in
 # any release without notice.
 """Every decision of the sgl_kernel role: arch resolution, cache key, build options, verification inputs, the
-stamp and what each installing host must do. Runs on the controller (filter ``llmops.sglang.sgl_kernel``).
+stamp and what each installing host must do. Runs on the controller (filter ``llmops.sglang.sgl_kernel_plan``).
 
-``plan(values)`` reads the role's settings (``sgl_kernel_*``, as defaults/main.yml names them), the run
-(``_sgl_kernel_run``: host, play_hosts, check_mode), the probe's source (``_sgl_kernel_probe_source``) and the results the tasks registered so far:
+``plan(values)`` reads the role's settings (SETTINGS, as defaults/main.yml names them), the run
+(``_sgl_kernel_run``: host, play_hosts, check_mode, tags, probe_source - the probe's source) and the results the
+tasks registered so far (RESULTS):
 
   _sgl_kernel_toolkit          cuda_toolkit_info on the build host
   _sgl_kernel_git              the checkout (``after`` = source commit)
@@ -25,7 +26,7 @@ stamp and what each installing host must do. Runs on the controller (filter ``ll
   _sgl_kernel_verify           cuda_binary_info on that wheel
   _sgl_kernel_fetched          fetch of the wheel to the controller
   _sgl_kernel_controller_wheel stat (sha256) of the controller's copy
-  sgl_kernel_build             the build host's result (facts for every host)
+  sgl_kernel_build             the build host's result (facts for every host; false when the build host has none)
   _sgl_kernel_runtime_probe    the probe of an installing host's runtime venv
   _sgl_kernel_venv_made        creating the runtime venv
   _sgl_kernel_wheel_copied     copying the wheel to an installing host
@@ -44,10 +45,32 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy as to_bool
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 GIB = 1024 ** 3
+# The settings the plan reads; the role's vars/main.yml hands exactly these over (_sgl_kernel_setting_names; a unit
+# test keeps the two equal).
+SETTINGS = tuple("sgl_kernel_" + name for name in (
+    "git_repo", "git_ref", "source_subdir", "dist_name", "cuda_archs", "prefer_family", "arch_cmake_variable",
+    "enable_fp4", "enable_below_sm90", "variant_defines", "extra_cmake_defines", "build_env", "dry_run",
+    "restrict_archs", "dry_run_cost_factor", "cuda_home", "cuda_min_release", "python", "build_venv",
+    "build_requirements", "cuobjdump_requirement", "pip_wheelhouse", "pip_index_url", "ccache",
+    "github_artifactory", "fetchcontent_source_dirs", "fetchcontent_disconnected", "build_job_mem_gib",
+    "build_jobs", "compile_threads", "build_host", "build_dir", "force_rebuild", "build_timeout",
+    "build_poll_interval", "controller_dir", "require_archs", "cuobjdump", "venv", "venv_create", "wheel_dir",
+    "check_torch", "smoke_test", "smoke_test_code",
+))
+# The results it reads, as the module docstring lists them (_sgl_kernel_result_names); None until registered.
+RESULTS = (
+    "_sgl_kernel_toolkit", "_sgl_kernel_git", "_sgl_kernel_build_probe", "_sgl_kernel_build_venv_made",
+    "_sgl_kernel_build_reqs", "_sgl_kernel_build_reprobe", "_sgl_kernel_configure", "_sgl_kernel_cmake_plan",
+    "_sgl_kernel_build_result", "_sgl_kernel_build_tail", "_sgl_kernel_staged", "_sgl_kernel_old_wheels",
+    "_sgl_kernel_verify", "_sgl_kernel_fetched", "_sgl_kernel_controller_wheel", "sgl_kernel_build",
+    "_sgl_kernel_runtime_probe", "_sgl_kernel_venv_made", "_sgl_kernel_wheel_copied",
+)
 # nvcc 12.9 added the family targets (sm_100f, sm_103f, sm_110f, sm_120f, sm_121f: the Blackwell numbers).
 FAMILY_RELEASE = (12, 9)
 _ARCH_INPUT = re.compile(r"^(sm_)?[0-9]+[af]?$")
@@ -63,13 +86,6 @@ class KernelPlanError(ValueError):
     """An input the plan cannot use; the message names it and the fix."""
 
 
-def to_bool(value):
-    """Ansible's ``bool`` filter: yes/on/true/1 (any case) are true, anything else false."""
-    if isinstance(value, bool):
-        return value
-    return str(value).lower() in ("yes", "on", "true", "1") if value is not None else False
-
-
 def nice_json(value):
     """Ansible's ``to_nice_json`` (sorted, indent 4), plus the final newline the files get."""
     return json.dumps(value, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
@@ -82,7 +98,7 @@ def ran(result):
 
 def probe_argv(s, values, request):
     """The probe (files/sgl_kernel_probe.py, run by sgl_kernel_python) with its JSON request."""
-    return [s["python"], "-c", values.get("_sgl_kernel_probe_source") or "", json.dumps(request)]
+    return [s["python"], "-c", (values.get("_sgl_kernel_run") or {}).get("probe_source") or "", json.dumps(request)]
 
 
 def parse_probe(result, what):
@@ -162,9 +178,9 @@ def toolkit_error(toolkit, s):
         return None
     failed = [a for a, r in sorted((toolkit.get("arch_tests") or {}).items()) if not (r or {}).get("compiles")]
     return ("sgl_kernel: %s/bin/nvcc %s; the build needs CUDA >= %s that compiles %s (%s failed). "
-            "Install CUDA 12.8 or newer (13.0 for torch cu130) and set sgl_kernel_cuda_home."
+            "Install CUDA %s or newer (13.0 for torch cu130) and set sgl_kernel_cuda_home."
             % (s["cuda_home"], "release %s" % release if toolkit.get("installed") else "is missing", minimum,
-               ", ".join(map(str, s["require_archs"])), ", ".join(failed) or "no compile result"))
+               ", ".join(map(str, s["require_archs"])), ", ".join(failed) or "no compile result", minimum))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,9 +312,10 @@ def dry_run_fixes(s, archs):
     where = ("sgl_kernel_arch_cmake_variable is %s, so CMake adds %s to every CUDA target unless the tree overrides it"
              % (s["arch_cmake_variable"], ";".join(archs)) if s["arch_cmake_variable"] else
              "sgl_kernel_arch_cmake_variable is empty, so only the tree's own -gencode list counts")
-    return {"arch": "set sgl_kernel_arch_cmake_variable: CMAKE_CUDA_ARCHITECTURES with sgl_kernel_cuda_archs: [120a], or the "
-                    "tree's option that adds sm_120a (SGL_KERNEL_ENABLE_SM100A in v0.5-era trees) in sgl_kernel_variant_defines (%s)"
-                    % where,
+    required = ", ".join(toolkit_archs(s["require_archs"]))
+    return {"arch": "set sgl_kernel_arch_cmake_variable: CMAKE_CUDA_ARCHITECTURES with sgl_kernel_cuda_archs: [%s], or the "
+                    "tree's option that adds %s (SGL_KERNEL_ENABLE_SM100A in v0.5-era trees for sm_120a) in "
+                    "sgl_kernel_variant_defines (%s)" % (", ".join(map(str, s["cuda_archs"])), required, where),
             "nvfp4": "set sgl_kernel_enable_fp4: true (SGL_KERNEL_ENABLE_FP4=ON); if CMake did not use that define, put the "
                      "tree's own FP4 option (see its CMakeLists.txt) in sgl_kernel_extra_cmake_defines"}
 
@@ -488,8 +505,8 @@ def _controller_plan(v, run, p, record, exists=os.path.isfile):
 
 def _install_plan(s, v, run, p):
     """An installing host: where the wheel goes, whether it is copied and installed, and what is wrong."""
-    build = v.get("sgl_kernel_build", False)
-    if build is None:
+    build = v.get("sgl_kernel_build")
+    if build is False:  # taken from the build host, which has none
         p["build_result_error"] = ("sgl_kernel: no build result from %s: its build failed or it was left out of this "
                                    "run (--limit); run the play with the build host included." % s["build_host"])
         return p
@@ -570,3 +587,19 @@ def plan(values):
     if p["is_build_host"]:
         _build_host_plan(s, values, run, p)
     return _install_plan(s, values, run, p)
+
+
+def plan_phase(settings, results, run):
+    """The role's phase: its settings (SETTINGS) and results (RESULTS) by name, and the run (_sgl_kernel_run)."""
+    if not isinstance(settings, dict) or not isinstance(results, dict) or not isinstance(run, dict):
+        raise KernelPlanError("the role hands over its settings, results and run as mappings "
+                              "(_sgl_kernel_settings, _sgl_kernel_results, _sgl_kernel_run)")
+    values = dict((name, settings[name]) for name in SETTINGS if name in settings)
+    values.update((name, registered(results, name)) for name in RESULTS)
+    values["_sgl_kernel_run"] = run
+    return plan(values)
+
+
+# The phases of the role's one filter, llmops.sglang.sgl_kernel_plan: each takes the settings first.
+PHASES = {"plan": plan_phase}
+ERRORS = (KernelPlanError,)

@@ -19,8 +19,10 @@ import os
 import re
 import time
 
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none, is_empty, to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
 try:  # the controller always has ansible-core; the same bytes-to-text as the human_readable filter
     from ansible.module_utils.common.text.formatters import bytes_to_human
@@ -46,6 +48,16 @@ SYSTEM_DIRS = frozenset(("/", "/bin", "/boot", "/dev", "/dev/shm", "/etc", "/hom
                          "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/log", "/var/tmp"))
 PSEUDO_FS = ("/proc/", "/sys/", "/dev/", "/run/", "/boot/")
 P = "sglang_runtime_"
+# The settings the role hands over, by name (its vars/main.yml lists them as _sglang_runtime_setting_names; a test keeps
+# the two equal). The hub token is not among them: only the download's stdin has it.
+SETTINGS = tuple(P + name for name in (
+    "user", "group", "home", "venv", "python", "packages", "pip_source", "pip_index_url", "pip_extra_index_urls",
+    "pip_wheelhouse", "pip_require_hashes", "pip_extra_args", "checkpoint_source", "checkpoint_path",
+    "checkpoint_require_quant_config", "checkpoint_controller_src", "checkpoint_copy_method", "checkpoint_nfs_src",
+    "checkpoint_nfs_mountpoint", "checkpoint_nfs_fstype", "checkpoint_nfs_opts", "checkpoint_hf_repo",
+    "checkpoint_hf_revision", "checkpoint_hf_cli", "checkpoint_hf_max_workers", "checkpoint_timeout",
+    "checkpoint_progress_interval", "server_environment", "stamp_path",
+))
 
 
 class RuntimeSettingsError(ValueError):
@@ -53,21 +65,14 @@ class RuntimeSettingsError(ValueError):
 
 
 def _bool(value, name):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "on", "1"):
-        return True
-    if text in ("false", "no", "off", "0", "", "none"):
-        return False
+    got = False if is_empty(value) else boolean_or_none(value)
+    if got is not None:
+        return got
     raise RuntimeSettingsError("%s%s must be true or false, not %r" % (P, name, value))
 
 
 def _int(value, name, minimum=1):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = None
+    number = to_int(value)
     if number is None or isinstance(value, bool) or number < minimum:
         raise RuntimeSettingsError("%s%s must be a whole number of at least %d, not %r" % (P, name, minimum, value))
     return number
@@ -470,3 +475,49 @@ def runtime_record(pip, settings, old_stamp=None, verified=None, now=None):
         },
         "environment": server_environment(settings),
     }
+
+
+# The results the role's tasks register or set, by name (vars/main.yml: _sglang_runtime_result_names; a test keeps the
+# two equal): each phase reads the ones it needs, None for one that has not run (registered).
+RESULTS = tuple("_sglang_runtime_" + name for name in (
+    "state", "pip_list_after", "pip", "before", "dir", "gate", "checkpoint", "src", "dest", "rsync_ctl", "rsync_host",
+    "hf_status", "hf_sizes", "hf_started", "hf_final"))
+
+
+def _results(results):
+    if not isinstance(results, dict):
+        raise RuntimeSettingsError("the role's results must be a mapping of _sglang_runtime_result_names, not %s"
+                                   % type(results).__name__)
+    return lambda name: registered(results, "_sglang_runtime_" + name)
+
+
+def _pip(settings, results):
+    """The pins and commands (no host state yet), or with the host_state result what differs on the host."""
+    r = _results(results)
+    return pip_plan(settings) if r("state") is None else pip_state(settings, r("state"), r("pip_list_after"))
+
+
+def _checkpoint(settings, results):
+    r = _results(results)
+    return checkpoint_plan(settings, r("before"), r("gate"), r("dir"))
+
+
+def _copy(settings, results):
+    r = _results(results)
+    return copy_plan(settings, r("src"), r("dest"), [r("rsync_ctl") or {}, r("rsync_host") or {}])
+
+
+def _hf_download(settings, results):
+    r = _results(results)
+    return hf_download(r("hf_status"), checkpoint_plan(settings), r("hf_sizes"), r("hf_started"), r("hf_final"))
+
+
+def _record(settings, results):
+    r = _results(results)
+    state, stamp_path = r("state") or {}, settings[P + "stamp_path"]
+    return runtime_record(r("pip"), settings, (state.get("read") or {}).get(stamp_path), (r("checkpoint") or {}).get("verified"))
+
+
+# The phases of the role's one filter, llmops.sglang.sglang_runtime_plan: each takes the settings and the results.
+PHASES = {"pip": _pip, "checkpoint": _checkpoint, "copy": _copy, "hf_download": _hf_download, "record": _record}
+ERRORS = (RuntimeSettingsError,)

@@ -20,12 +20,12 @@ from __future__ import annotations
 import os.path
 import re
 
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import WILDCARDS, OptionError, check_api_key, is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_name
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int, to_float as _float, truthy as _bool
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import verify_command
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line, environment_value
 
 P = "sglang_server_"
 LAUNCHER = "/usr/local/lib/llmops-sglang/launch_sglang.py"
@@ -67,28 +67,6 @@ class PlanError(ValueError):
     """Settings missing from the call (a wiring mistake, not a user's)."""
 
 
-def _int(value):
-    """Ansible's int filter: int, else int(float), else 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
-def _float(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _bool(value):
-    return boolean(value, strict=False)
-
-
 def _text(value):
     """A non-blank string (a waiver's reason), else False."""
     return isinstance(value, str) and bool(value.strip())
@@ -101,9 +79,9 @@ def exec_start(program, args):
 
 
 def environment_lines(env):
-    """Environment= lines, names in case-insensitive order; values escaped for a double-quoted assignment."""
-    return ['Environment="%s=%s"' % (key, str(env[key]).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%"))
-            for key in sorted(env, key=lambda k: str(k).lower())]
+    """Environment= lines, names in case-insensitive order, each quoted by _systemd_exec (ExecSyntaxError when a value
+    holds what a unit line cannot carry)."""
+    return ["Environment=" + environment_value(key, env[key]) for key in sorted(env, key=lambda k: str(k).lower())]
 
 
 def program(command, launcher=LAUNCHER):
@@ -327,12 +305,17 @@ def plan(settings, host, groups, hostvars, play_batch=None):
     except ExecSyntaxError as exc:
         start, unwritable = None, ["A launch word cannot go into the unit's ExecStart=: %s (check sglang_server_command, "
                                    "sglang_server_model_path and sglang_server_extra_args)." % exc]
+    try:
+        env_lines = environment_lines(unit_env)
+    except ExecSyntaxError as exc:
+        env_lines, unwritable = [], unwritable + ["A variable cannot go into the unit's Environment=: %s (check "
+                                                  "sglang_server_environment)." % exc]
     return {
         "service": service, "unit_file": unit_file, "unit_prev": unit_file + ".prev", "env_file": conf + ".env",
         "argv_file": conf + ".argv.json",
         "prev_files": [{"current": f, "previous": f + ".prev", "mode": m, "secret": x} for f, m, x in files],
         "launcher": LAUNCHER, "exec": exe, "argv": args, "env": unit_env, "secret_env": secret_env,
-        "exec_start": start, "environment_lines": environment_lines(unit_env),
+        "exec_start": start, "environment_lines": env_lines,
         "record": {"unit": service, "command": s[P + "command"], "args": args, "environment": unit_env,
                    "secrets": [n for n, v in (("SGLANG_API_KEY", s[P + "api_key"]), ("HF_TOKEN", s[P + "hf_token"])) if v]
                    + secret_env},
@@ -457,3 +440,13 @@ def outcome(results, plan):
 
 def _removed(leave):
     return [r["router"] for r in leave.get("routers") or [] if r.get("action") == "removed"]
+
+
+def _outcome(settings, results, plan_):
+    return outcome(results, plan_)
+
+
+# The phases of the role's one filter, llmops.sglang.sglang_server_plan: each takes the settings first. "plan" is computed
+# once per entry point (tasks/plan.yml keeps it as the fact _sglang_server_plan); "outcome" reads the RESULTS.
+PHASES = {"plan": plan, "outcome": _outcome}
+ERRORS = (PlanError,)

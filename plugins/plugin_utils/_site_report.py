@@ -14,7 +14,7 @@ import binascii
 import hashlib
 import json
 
-from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy
 
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
 
@@ -25,7 +25,7 @@ DIGEST_CHARS = 10
 
 
 def _flag(value, default):
-    return default if value is None else boolean(value, strict=False)
+    return default if value is None else truthy(value)
 
 
 def launch_args(record):

@@ -18,8 +18,16 @@ on a warm page cache:
   the path that existed before the fatbin reader), its time, and whether both readers give the same summary,
   family (``sm_120f``) and arch-specific (``sm_120a``) counts included.
 
+With --sgl-kernel it measures the kernel-level check instead, on the sglang-kernel wheels SGLang pins (0.4.5 for
+0.5.16, 0.4.10 for 0.5.23; downloaded like the library, or taken from --wheel-dir): for each wheel and for its
+``sgl_kernel/sm100/common_ops.abi3.so`` alone, the module with require_archs=[sm_120a] (the arch check) and with
+require_kernels=[fp4|e2m1] added, their times, the cubins and kernels read, the FP4 matches and the failure message
+(docs/evidence/sgl-kernel-fp4-kernels.md records a run).
+
 Usage: python tests/bench/bench_cuda_binary.py [--repeat 3] [--package REQ --member PATH] [--library FILE] [--no-full]
-Exit status 1 when an answer disagrees, 2 when something could not be fetched.
+       python tests/bench/bench_cuda_binary.py --sgl-kernel [--wheel-dir DIR] [--repeat 3]
+Exit status 1 when an answer disagrees (with --sgl-kernel: sm_120a missing, or the kernel check failing for another
+reason than the missing FP4 kernels), 2 when something could not be fetched.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ LIBRARY_MEMBER = "nvidia/cu13/lib/libcublasLt.so.13"
 CUOBJDUMP_PACKAGE = "nvidia-cuda-cuobjdump==13.5.37"
 CUOBJDUMP_MEMBER = "nvidia/cu13/bin/cuobjdump"
 MIN_MB = 300
+SGL_KERNEL_WHEELS = ("sglang-kernel==0.4.5", "sglang-kernel==0.4.10")
+SGL_KERNEL_LIBRARY = "sgl_kernel/sm100/common_ops.abi3.so"
+FP4_PATTERN = "fp4|e2m1"
 
 
 def fetch(requirement):
@@ -91,12 +102,19 @@ def timed(argv, stdin=None):
     return time.monotonic() - start, proc
 
 
-def run_module(library, cuobjdump, reader):
-    args = {"path": str(library), "reader": reader, "cuobjdump": str(cuobjdump)}
+def module(args):
+    """(seconds, result) of the module run as Ansible runs it; a failure is in the result."""
     seconds, proc = timed([sys.executable, str(MODULE)], json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    result = json.loads(proc.stdout or "{}")
-    if proc.returncode != 0 or result.get("failed"):
-        raise SystemExit("cuda_binary_info failed on %s: %s%s" % (library, result.get("msg"), proc.stderr[-2000:]))
+    try:
+        return seconds, json.loads(proc.stdout)
+    except ValueError:
+        raise SystemExit("cuda_binary_info printed no JSON on %s: %s" % (args["path"], proc.stderr[-2000:]))
+
+
+def run_module(library, cuobjdump, reader):
+    seconds, result = module({"path": str(library), "reader": reader, "cuobjdump": str(cuobjdump)})
+    if result.get("failed"):
+        raise SystemExit("cuda_binary_info failed on %s: %s" % (library, result.get("msg")))
     return seconds, result
 
 
@@ -120,6 +138,59 @@ def summary_counts(result, collapse_family):
     return counts
 
 
+def sgl_kernel_wheel(requirement, wheel_dir):
+    if not wheel_dir:
+        return fetch(requirement)
+    name, version = requirement.split("==")
+    found = sorted(pathlib.Path(wheel_dir).glob("%s-%s-*.whl" % (name.replace("-", "_"), version)))
+    if not found:
+        raise SystemExit("bench_cuda_binary: no %s wheel in %s" % (requirement, wheel_dir))
+    return found[-1]
+
+
+def kernel_check(path, repeat):
+    """The arch check and the kernel check on one path, each the median of repeat runs: (arch s, kernel s, results)."""
+    arch_times, kernel_times = [], []
+    for _i in range(max(1, repeat)):
+        seconds, arch = module({"path": str(path), "require_archs": ["sm_120a"]})
+        arch_times.append(seconds)
+        seconds, kernels = module({"path": str(path), "require_archs": ["sm_120a"], "require_kernels": [FP4_PATTERN]})
+        kernel_times.append(seconds)
+    return statistics.median(arch_times), statistics.median(kernel_times), arch, kernels, arch_times, kernel_times
+
+
+def sgl_kernel_main(args):
+    """The kernel-level check on the sglang-kernel wheels; 0 when each has sm_120a and fails only for FP4."""
+    ok = True
+    print("zstd: %s" % (shutil.which("zstd") or "not found"))
+    for requirement in SGL_KERNEL_WHEELS:
+        wheel = sgl_kernel_wheel(requirement, args.wheel_dir)
+        library = unpack(wheel, SGL_KERNEL_LIBRARY)
+        print("\n%s: %s (%d bytes, sha256 %s)" % (requirement, wheel.name, wheel.stat().st_size, cb.sha256_file(str(wheel))))
+        for label, path in (("wheel", wheel), (SGL_KERNEL_LIBRARY, library)):
+            with open(str(path), "rb") as handle:  # a warm page cache for both runs
+                while handle.read(1 << 24):
+                    pass
+            arch_s, kernel_s, arch, kernels, arch_times, kernel_times = kernel_check(path, args.repeat)
+            [row] = kernels.get("kernel_matches") or [{}]
+            print("  %s: arch check %.2f s (runs %s), kernel check %.2f s (runs %s), %.1fx" % (
+                label, arch_s, ", ".join("%.2f" % t for t in arch_times), kernel_s, ", ".join("%.2f" % t for t in kernel_times),
+                kernel_s / arch_s))
+            print("    elf_archs: %s; missing_archs: %s" % (", ".join(arch.get("elf_archs", [])), arch.get("missing_archs")))
+            print("    %s for sm_120a: %d matching kernels in %d cubins (%d kernels) that meet sm_120a" % (
+                FP4_PATTERN, row.get("count", -1), row.get("cubins_searched", -1), row.get("kernels_searched", -1)))
+            for lib in kernels.get("libraries", []):
+                if lib.get("kernels", {}).get("cubins"):
+                    print("      %s: %d cubins, %d kernels" % (lib["path"], lib["kernels"]["cubins"], lib["kernels"]["kernels"]))
+            print("    failure: %s" % kernels.get("msg"))
+            expected = (not arch.get("failed") and "sm_120a" in arch.get("elf_archs", []) and kernels.get("missing_kernels") ==
+                        [{"pattern": FP4_PATTERN, "arch": "sm_120a"}] and kernels.get("missing_archs") == [])
+            ok = ok and expected
+            if not expected:
+                print("    UNEXPECTED: sm_120a missing, or the kernel check did not fail for FP4 alone")
+    return 0 if ok else 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each (median printed); default 3")
@@ -127,7 +198,11 @@ def main():
     parser.add_argument("--member", default=LIBRARY_MEMBER, help="the library inside it (default %s)" % LIBRARY_MEMBER)
     parser.add_argument("--library", help="a library file to use instead of the wheel's")
     parser.add_argument("--no-full", action="store_true", help="skip the reader=cuobjdump run")
+    parser.add_argument("--sgl-kernel", action="store_true", help="measure the kernel check on the sglang-kernel wheels instead")
+    parser.add_argument("--wheel-dir", help="with --sgl-kernel: a folder that already holds the wheels (no download)")
     args = parser.parse_args()
+    if args.sgl_kernel:
+        return sgl_kernel_main(args)
 
     library = pathlib.Path(args.library) if args.library else unpack(fetch(args.package), args.member)
     cuobjdump = unpack(fetch(CUOBJDUMP_PACKAGE), CUOBJDUMP_MEMBER, executable=True)

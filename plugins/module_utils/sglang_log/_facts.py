@@ -33,6 +33,11 @@ PHASES = ("starting", "loading_weights", "kv_pool_allocated", "capturing_cuda_gr
 # exception line is cut off); port_in_use (uvicorn could not bind); cli_argument_error (argparse rejected the argv).
 FATAL_CLASSES = ("none", "cuda_oom", "no_kernel_image", "not_enough_memory", "python_exception", "truncated_traceback",
                  "port_in_use", "cli_argument_error")
+# The causes of a failed start that systemd's state or the wait's budget show rather than the log (sglang_wait_ready),
+# each with the advice its message carries (None: the message says it all). With FATAL_CLASSES, every cause a start
+# is reported failing with.
+UNIT_CAUSES = {"unit_not_loaded": "install it first", "crash_loop": "the server died and systemd restarts it",
+               "exited": None, "host_oom": "host RAM, not GPU memory", "timeout": None}
 
 MAX_KV_POOLS = 256
 MAX_RANKS = 1024
@@ -370,8 +375,7 @@ class TracebackTracker(object):
             else:
                 text = rec.text
                 if not text.strip() or text[0] in " \t":
-                    if text.strip():
-                        tb["last_frame"] = text.strip()
+                    self.on_frame(text)
                     return None  # frame, source or caret line
                 if TRACEBACK_HEADER in text:
                     self.close(None)
@@ -402,6 +406,14 @@ class TracebackTracker(object):
         if fatal is not None:
             self.facts.set_fatal(fatal[0], rec.level + fatal[1], loc, rec.rank, None)
         return rec.rank, True
+
+    def in_traceback(self):
+        return self._tb is not None
+
+    def on_frame(self, text):
+        """A frame, source or caret line of the open traceback (indented or blank, no prefix)."""
+        if text.strip():
+            self._tb["last_frame"] = text.strip()
 
     def _marker(self, lines):
         self.scanner.follow = lines

@@ -25,14 +25,15 @@ import os
 from ansible_collections.llmops.sglang.plugins.module_utils._journal import read as read_journal
 from ansible_collections.llmops.sglang.plugins.module_utils._process import CHUNK_BYTES, stream
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._facts import (
-    FATAL_CLASSES, PHASES, StartFacts, TracebackTracker)
+    FATAL_CLASSES, PHASES, UNIT_CAUSES, StartFacts, TracebackTracker)
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._lines import LOG_LINES
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records import ANSI_RE, CLIENT_KINDS, rank_sort_key, split_records
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records import (
+    ANSI_RE, CLIENT_KINDS, indented_bare, rank_sort_key, split_records)
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._rules import (
     LogAuditError, RuleMatcher, build_rules, build_waivers)
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._scan import DEFAULT_MAX_LINE_BYTES, LineScanner
 
-__all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "LogAuditError", "LogAuditor", "audit_bytes",
+__all__ = ("BUILTIN_LITERALS", "FATAL_CLASSES", "PHASES", "UNIT_CAUSES", "LogAuditError", "LogAuditor", "audit_bytes",
            "audit_journal", "audit_path", "audit_stream", "build_rules", "prefilter_literals")
 
 # Literals every interesting line contains (on top of one literal per rule): one per keyed line, and the
@@ -112,6 +113,12 @@ class LogAuditor(object):
         text = raw.decode("utf-8", "replace")
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
+        tracebacks = self._tracebacks
+        if tracebacks.in_traceback() and indented_bare(text):
+            # a frame of the open traceback (most lines a traceback hands on): what the parse below does with it
+            tracebacks.on_line()
+            tracebacks.on_frame(text)
+            return None
         records = split_records(text)
         facts = self._facts
         if all(rec.kind in CLIENT_KINDS for rec in records):

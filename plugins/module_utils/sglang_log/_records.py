@@ -127,6 +127,17 @@ def parse_record(text):
     return Record(BARE, None, msg, text, False)
 
 
+_LEVEL_WORDS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def indented_bare(text):
+    """Whether split_records(text) is one BARE record whose text starts with a blank, decided without parsing: the
+    line starts with a space or tab (no prefix can match), holds nothing that splits a line (a carriage return, the
+    flattened-log mark, a glued record or traceback) and no level word follows the blanks (uvicorn's or Python's format)."""
+    return (text[:1] in (" ", "\t") and "[" not in text and "\r" not in text and "\u23ce" not in text and "Traceback" not in text
+            and not text.lstrip(BLANK).startswith(_LEVEL_WORDS))
+
+
 def split_records(text):
     """The records of one decoded physical line (ANSI codes already removed)."""
     first = parse_record(text)

@@ -12,8 +12,9 @@ therefore never looks at every line: each interesting line must contain one of a
 literals, and only the lines holding one are cut out, decoded and parsed. A byte-frequency sample of
 the input decides how each literal is found:
 
-- a literal with a rare byte: that byte is found with ``bytes.find`` (memchr, many GB/s) and the
-  literal probed around it with ``startswith``; a rare byte several literals share serves them in one pass;
+- a literal with a rare byte: that byte is found with ``bytes.find`` (memchr, many GB/s) and the line
+  holding it searched for the literals it serves, once per line; a rare byte several literals share
+  serves them in one pass;
 - the literals made of common bytes only (``Error``, ``Traceback (most recent call last)`` in a log
   full of ``EPn`` prefixes and ``GET`` lines): whole searches in C, chosen by cost: a 4-byte piece
   several of them share (``rror``), a literal itself (``bytes.find``, faster the longer it is), or one
@@ -32,8 +33,9 @@ import re
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records import ANSI_PATTERN
 
 DEFAULT_MAX_LINE_BYTES = 256 * 1024
-# Costs, in probes per MiB (one probe: memchr to the next byte, then startswith, about 1 us of Python).
-# A literal whose rarest byte occurs more often than this is found by a whole search instead.
+# Costs, in probes per MiB (one probe: memchr to the next line holding a byte, then a search of that line for the
+# literals it serves, about 1 us of Python). A literal whose rarest byte is in more lines than this is found by a
+# whole search instead.
 PROBE_LIMIT_PER_MIB = 300
 # A memchr pass over a MiB that is in the CPU cache.
 MEMCHR_PASS_COST = 25
@@ -97,6 +99,11 @@ def _search(regex):
     return search
 
 
+def _holds_rest(find, rest, start, end):
+    """Whether block[start:end] (find is the block's) holds all runs of one of rest (tuples of runs)."""
+    return any(all(find(r, start, end) >= 0 for r in runs) for runs in rest)
+
+
 def minimal_alternatives(alternatives):
     """Drop alternatives (lists of runs a line must all contain) implied by a kept single literal."""
     singles = []
@@ -113,8 +120,8 @@ def minimal_alternatives(alternatives):
 class LineScanner(object):
     """Splits fed bytes into lines and hands the interesting ones to ``on_line(raw bytes, loc)``.
 
-    ``alternatives`` lists what a line must hold to be interesting (each entry: runs of text, one of
-    which must be there); None parses every line. ``loc`` is the 1-based line number, or the input
+    ``alternatives`` lists what a line must hold to be interesting (each entry: runs of text, all of
+    which must be in the line's head); None parses every line. ``loc`` is the 1-based line number, or the input
     offset of the line when ``count_lines`` is false. The consumer sets ``sequential`` (parse every
     line while true, e.g. inside a traceback) and ``follow`` (parse this many next lines); ``on_line``
     returns False for a line that does not count towards ``follow``.
@@ -125,12 +132,24 @@ class LineScanner(object):
         self._max_line = max_line_bytes
         self._counting = count_lines
         self._scan_all = alternatives is None
-        # each entry: the runs (bytes) one of which a line must hold for this alternative to match
+        # each entry: the runs (bytes) a line must all hold for this alternative to match
         self.alternatives = [] if alternatives is None else [
             [r.encode("utf-8") for r in runs] for runs in minimal_alternatives(alternatives)]
         self._alt_bytes = [set(r[k:k + 1] for r in runs for k in range(len(r))) for runs in self.alternatives]
+        # a line must hold every run of an alternative: whichever run the plan searches, the others are checked in its
+        # line, so the lines handed on never depend on the plan (run -> the other runs, for each alternative holding it)
+        self._rest = {}
+        for runs in self.alternatives:
+            for r in runs:
+                self._rest.setdefault(r, []).append(tuple(o for o in runs if o != r))
+        for r, rest in self._rest.items():
+            if () in rest:
+                self._rest[r] = None    # the run alone is enough
         self._bytes = set().union(*self._alt_bytes) if self._alt_bytes else set()
-        self.groups = None          # byte -> literals probed around that byte
+        self._byte_of = dict((b[0], b) for b in self._bytes)
+        self._rates = None          # (lines per MiB, occurrences per MiB) of each byte, as the last plan saw them
+        # byte -> [(literal, None or the other runs its alternative needs)], searched for in each line holding the byte
+        self.groups = None
         # whole searches: (needle, or the byte of a regex; search(block, pos, end) -> offset or -1;
         # [(literal, offset of the hit in it)])
         self.searches = []
@@ -216,22 +235,33 @@ class LineScanner(object):
         sample = b"".join(block[p:p + SAMPLE_BYTES] for p in range(start, end, step))
         scale = float(1 << 20) / max(len(sample), 1)
         rates = dict((byte, sample.count(byte) * scale) for byte in self._bytes)   # occurrences per MiB
+        # a rare byte is probed once per line that holds it: lines per MiB
+        in_lines = dict.fromkeys(self._byte_of, 0)
+        for line in sample.split(b"\n"):
+            for b in in_lines.keys() & set(line):
+                in_lines[b] += 1
+        line_rates = dict((self._byte_of[b], n * scale) for b, n in in_lines.items())
+        if self._rates is not None:
+            # a sample of 16 KiB sees a few lines of each kind: averaged with the last plan's, plans stop flapping
+            line_rates = dict((b, (r + self._rates[0][b]) / 2) for b, r in line_rates.items())
+            rates = dict((b, (r + self._rates[1][b]) / 2) for b, r in rates.items())
+        self._rates = (line_rates, rates)
         probed, common = [], []
         for n, alt_bytes in enumerate(self._alt_bytes):
-            (probed if any(rates[b] <= PROBE_LIMIT_PER_MIB for b in alt_bytes) else common).append(n)
-        # a literal with a rare byte: probed around a rare byte it shares with as many others as pays
+            (probed if any(line_rates[b] <= PROBE_LIMIT_PER_MIB for b in alt_bytes) else common).append(n)
+        # a literal with a rare byte: searched for in the lines holding a rare byte it shares with as many others as pays
         options = {}
         for i, n in enumerate(probed):
             for byte in self._alt_bytes[n]:
-                if rates[byte] <= PROBE_LIMIT_PER_MIB:
-                    options.setdefault(byte, [MEMCHR_PASS_COST + rates[byte], set()])[1].add(i)
+                if line_rates[byte] <= PROBE_LIMIT_PER_MIB:
+                    options.setdefault(byte, [MEMCHR_PASS_COST + line_rates[byte], set()])[1].add(i)
         groups, probes, cost = {}, 0.0, 0.0
         for byte, served in _cover(options, len(probed)):
-            probes += rates[byte]
+            probes += line_rates[byte]
             cost += options[byte][0]
             for i in served:
                 lit = max((r for r in self.alternatives[probed[i]] if byte in r), key=len)
-                groups.setdefault(byte, []).append((lit, tuple(k for k in range(len(lit)) if lit[k:k + 1] == byte)))
+                groups.setdefault(byte, []).append((lit, self._rest[lit]))
         # literals of common bytes only: whole searches, each a literal, a 4-byte piece several share (each hit
         # probed) or a regular expression of a byte several share
         options = {}
@@ -276,36 +306,32 @@ class LineScanner(object):
         self._probes = 0
 
     def candidates(self, block, start, end):
-        """Offsets of line starts in [start, end) whose line head (max_line_bytes) holds a literal."""
+        """Offsets of line starts in [start, end) whose line head (max_line_bytes) holds every run of an alternative.
+
+        A hit of a rare byte is taken line by line: the line's head is searched once for each literal that byte
+        serves, then the search goes on after the line, so a line full of the byte (a server_args dump, a
+        traceback frame) costs one probe, and a line already found costs no search.
+        """
         found = set()
-        rfind, find, startswith, cap = block.rfind, block.find, block.startswith, self._max_line
+        rfind, find, cap = block.rfind, block.find, self._max_line
         probes = 0
+        startswith = block.startswith
         for needle, entries in self.groups.items():
             pos = find(needle, start, end)
             while pos >= 0:
                 probes += 1
-                hit = -1
-                for lit, offsets in entries:
-                    for k in offsets:
-                        if pos - k >= start and startswith(lit, pos - k, end):
-                            hit = pos - k
-                            break
-                    if hit >= 0:
-                        break
-                if hit < 0:
-                    pos = find(needle, pos + 1, end)
-                    continue
-                s = rfind(b"\n", start, hit) + 1
+                s = rfind(b"\n", start, pos) + 1
                 if s < start:
                     s = start
-                if hit + len(lit) - s > cap:
-                    # past the head of an over-long line; another literal may still fit
-                    pos = find(needle, pos + 1, end)
-                    continue
-                found.add(s)
                 e = find(b"\n", pos, end)
                 if e < 0:
-                    break
+                    e = end
+                if s not in found:
+                    head = min(e, s + cap)
+                    for lit, rest in entries:
+                        if find(lit, s, head) >= 0 and (rest is None or _holds_rest(find, rest, s, head)):
+                            found.add(s)
+                            break
                 pos = find(needle, e, end)
         for dummy, search, entries in self.searches:
             pos = search(block, start, end)
@@ -315,11 +341,16 @@ class LineScanner(object):
                 if s < start:
                     s = start
                 for lit, k in entries:
-                    if pos - k >= start and startswith(lit, pos - k, end) and pos - k + len(lit) - s <= cap:
-                        found.add(s)
+                    at = pos - k
+                    if at >= start and startswith(lit, at, end) and at + len(lit) - s <= cap:
                         e = find(b"\n", pos, end)
-                        pos = end if e < 0 else e
-                        break
+                        if e < 0:
+                            e = end
+                        rest = self._rest[lit]
+                        if rest is None or s in found or _holds_rest(find, rest, s, min(e, s + cap)):
+                            found.add(s)
+                            pos = e
+                            break
                 pos = search(block, pos + 1, end)
         self._probes += probes
         # a colour code may split a literal: check such lines again without the codes
@@ -333,7 +364,7 @@ class LineScanner(object):
                 e = end
             if s not in found and pos - s < cap:
                 clean = _ANSI_BYTES_RE.sub(b"", block[s:min(e, s + cap)])
-                if any(r in clean for runs in self.alternatives for r in runs):
+                if any(all(r in clean for r in runs) for runs in self.alternatives):
                     found.add(s)
             pos = find(b"\x1b", e, end)
         return sorted(found)

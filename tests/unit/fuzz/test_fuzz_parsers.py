@@ -7,11 +7,14 @@ text and structured input); the case counts are printed at the end of the run.""
 
 import io
 import json
+import pathlib
 import re
+
+import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight as gpu_preflight_filter
+from ansible_collections.llmops.sglang.plugins.filter import gpu_preflight_plan as gpu_preflight_filter
 from ansible_collections.llmops.sglang.plugins.filter import worker_url as worker_url_filter
 from ansible_collections.llmops.sglang.plugins.module_utils.bench import _chart as bchart
 from ansible_collections.llmops.sglang.plugins.module_utils.bench import _client as bclient
@@ -23,23 +26,28 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench import _stats 
 from ansible_collections.llmops.sglang.plugins.module_utils import _canary as cn
 from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan as cp
 from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint as ck
+from ansible_collections.llmops.sglang.plugins.module_utils import _cubin as cu
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_toolkit as ct
 from ansible_collections.llmops.sglang.plugins.module_utils import _fatbin as fb
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_plan as gpp
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_rules as gp
 from ansible_collections.llmops.sglang.plugins.module_utils import _http
 from ansible_collections.llmops.sglang.plugins.module_utils import _journal as jr
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto as ka
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard as kg
+from ansible_collections.llmops.sglang.plugins.module_utils import _launch_args as la
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd_exec as se
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as rd
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact as rdc
+from ansible_collections.llmops.sglang.plugins.module_utils import _service_stop as stop
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _report_text as rt
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _router_plan as rplan
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _sglang_runtime_plan as runtime
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
+from ansible_collections.llmops.sglang.plugins.module_utils import _prometheus as prom
 from ansible_collections.llmops.sglang.plugins.module_utils import _server_info as si
 from ansible_collections.llmops.sglang.plugins.module_utils import _sglang_args as sa
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit as sl
@@ -157,9 +165,97 @@ def test_fatbin_headers(request, tmp_path):
         found = clean(lambda: fb.read_entries(str(path)), fb.FatbinError)
         if found:
             assert len(found[1]) <= fb.MAX_ENTRIES
-            for entry in found[1]:
-                assert entry["offset"] + entry["size"] <= len(data)
+            with open(str(path), "rb") as handle:
+                for entry in found[1]:
+                    assert entry["offset"] + entry["size"] <= len(data)
+                    payload = clean(lambda: fb.read_payload(handle, entry["offset"]), fb.FatbinError)
+                    if payload:
+                        assert len(payload[1]) <= entry["size"] and payload[2] <= fb.MAX_CUBIN_BYTES
     fuzz(request, _mutated_library, check, 1500)
+
+
+# ---- kernel symbols, names and LZ4 blocks of a real library (tests/fixtures/fatbin/libkernel_names.so) -------------
+
+def _kernel_samples():
+    """The plain cubins and the LZ4 block of the fixture, as stored, and its cuobjdump symbol dump."""
+    library = str(FIXTURES / "fatbin" / "libkernel_names.so")
+    cubins, blocks = [], []
+    with open(library, "rb") as handle:
+        for entry in fb.read_entries(library)[1]:
+            method, data, size = fb.read_payload(handle, entry["offset"])
+            if entry["kind"] == "elf" and method is None:
+                cubins.append(data)
+            elif method == "lz4":
+                blocks.append((data, size))
+    return cubins, blocks
+
+
+KERNEL_CUBINS, LZ4_BLOCKS = _kernel_samples()
+KERNEL_NAMES = (FIXTURES / "fatbin" / "sgl_kernel_0.4.10_sm120a_kernels.txt").read_text().split()
+SYMBOL_DUMPS = [(FIXTURES / "fatbin" / name).read_text()
+                for name in ("libkernel_names.dump-elf-symbols.out", "libfatbin_mix.dump-elf-symbols.out")]
+
+
+def _mutated_bytes(m, data, fields=4):
+    data = bytearray(data)
+    for _i in range(m.r.randrange(1, fields + 1)):
+        at = m.r.randrange(len(data))
+        width = m.pick((1, 2, 4, 8))
+        value = m.pick((0, 1, 0x10, 0xFF, 0xFFFF, 2 ** 31, 2 ** 32 - 1, 2 ** 64 - 1, m.r.randrange(2 ** 64)))
+        data[at:at + width] = (value % (1 << (8 * width))).to_bytes(width, "little")
+    if m.chance(5):
+        del data[m.r.randrange(len(data)):]
+    return bytes(data)
+
+
+def test_cubin_symbols(request):
+    """The kernel reader on real cubins with a few bytes overwritten (ELF header, section and symbol tables, names):
+    kernels or CubinError; every kernel name an identifier list made of its own substrings."""
+    def check(data):
+        found = clean(lambda: cu.kernels(data), cu.CubinError)
+        for name, size in found or []:
+            assert isinstance(name, str) and 0 <= size < 2 ** 64
+            assert all(word in name for word in cu.identifiers(name))
+    fuzz(request, lambda m: _mutated_bytes(m, m.pick(KERNEL_CUBINS)), check, 1500)
+
+
+def _mangled(m):
+    name = m.pick(KERNEL_NAMES)
+    if m.chance(3):
+        return "_Z" + m.junk()
+    chars = list(name)
+    for _i in range(m.r.randrange(1, 5)):
+        at = m.r.randrange(len(chars))
+        chars[at:at + m.r.randrange(3)] = m.pick(("9", "99999999", "L", "E", "S_", "_", "Li1E", "N", m.junk()))
+    return "".join(chars)
+
+
+def test_kernel_identifiers(request):
+    """identifiers/readable on real mangled names with edits and on junk: substrings of the name, never an error."""
+    def check(name):
+        words = cu.identifiers(name)
+        assert all(word and word in name for word in words)
+        assert cu.readable(name) == "::".join(words)
+    fuzz(request, _mangled, check, 3000)
+
+
+def test_lz4_blocks(request):
+    """The LZ4 reader on the fixture's real block with bytes overwritten and sizes that lie: exactly the declared size
+    or FatbinError, never more."""
+    def check(case):
+        data, size = case
+        out = clean(lambda: fb.lz4_block(data, size), fb.FatbinError)
+        assert out is None or len(out) == size
+    fuzz(request, lambda m: (_mutated_bytes(m, m.pick(LZ4_BLOCKS)[0]) if m.r.randrange(4) else m.pick(LZ4_BLOCKS)[0],
+                             m.pick((m.pick(LZ4_BLOCKS)[1], m.r.randrange(0, 20000), 0))), check, 1500)
+
+
+def test_elf_symbol_dumps(request):
+    """parse_elf_symbols on cuobjdump --dump-elf-symbols outputs with line edits: a list of (arch, names)."""
+    def check(text):
+        for arch, names in cb.parse_elf_symbols(text):
+            assert isinstance(arch, str) and all(isinstance(n, str) and n for n in names)
+    fuzz(request, lambda m: m.text(SYMBOL_DUMPS), check, 2000)
 
 
 # ---- KV budget, canary, benchmark ------------------------------------------------------------------
@@ -286,7 +382,7 @@ def test_router_workers(request):
             rw.matching(workers, url)
         _http.worker_url(bind, port, "10.0.0.11")
         worker_url_filter.FilterModule().filters()["worker_url"](bind, port, "gpu-01")
-        rw.in_flight(si.parse_prometheus(metrics)["metrics"])
+        rw.in_flight(prom.parse_prometheus(metrics)["metrics"])
     fuzz(request, lambda m: (m.json(ROUTER), m.pick(("http://127.0.0.1:30000", "http://[fd00::11]:30000", "HTTP://LOCALHOST:1/",
                                                      m.junk(), "http://%s:%s" % (m.junk(), m.scalar()))),
                              m.pick((None, "::", "0.0.0.0", "fd00::1", m.junk())), m.pick((30000, m.number(), m.junk())),
@@ -307,29 +403,31 @@ def _preflight_case(m):
 
 
 def test_gpu_preflight(request):
-    preflight = gpu_preflight_filter.FilterModule().filters()["gpu_preflight"]
-
     def check(case):
         result = clean(lambda: gp.evaluate(*case), gp.PreflightError)
         if result is not None:
             gp.render_table(result["checks"])
-        clean(lambda: preflight(*case), AnsibleFilterError)
     fuzz(request, _preflight_case, check, 4000)
 
 
 def test_gpu_preflight_role(request):
     """The gpu_preflight role's report and smoke binary on mutated facts and settings (templated strings included)."""
+    plan = gpu_preflight_filter.FilterModule().filters()["gpu_preflight_plan"]
+    defaults = yaml.safe_load((pathlib.Path(__file__).resolve().parents[3] / "roles/gpu_preflight/defaults/main.yml").read_text())
+
     def check(case):
         gpu, toolkit, settings, smoke = case
-        out = clean(lambda: gp.role_report(gpu, toolkit, settings, smoke, "h"), gp.PreflightError)
+        out = clean(lambda: plan(settings, "report", gpu, toolkit, smoke, "h"), AnsibleFilterError)
         if out is not None:
             assert out["stamp"]["passed"] == out["result"]["passed"] and list(out["stats"]) == ["h"]
-        clean(lambda: gp.smoke_binary(gpu, toolkit, settings, "src"), gp.PreflightError)
+        clean(lambda: gpp.smoke_binary(settings, gpu, toolkit, "src"), gp.PreflightError)
 
     def settings(m):
-        names = ["gpu_preflight_" + name for name, _key in gp.ROLE_EXPECTATIONS]
-        names += ["gpu_preflight_smoke_test", "gpu_preflight_waivers", "gpu_preflight_stamp_path", "x"]
-        return dict((m.pick(names), m.value()) for _i in range(m.r.randrange(5)))
+        # every setting the role hands over, a few of them mutated (or, now and then, one left out)
+        out = dict((name, m.value() if m.chance(4) else defaults[name]) for name in gpp.SETTINGS)
+        if m.chance(8):
+            out.pop(m.pick(gpp.SETTINGS))
+        return out
 
     fuzz(request, lambda m: (m.json(GPU_INFO, leaves_only=True), m.json(TOOLKIT, leaves_only=True) if m.chance(2) else None,
                              m.pick((settings, lambda m: m.value()))(m), m.pick((None, {"rc": 0, "stdout": m.junk()}))), check, 3000)
@@ -404,8 +502,8 @@ def test_server_info_answers(request):
         data = clean(lambda: si.parse_json_object(body, "http://h:1/server_info", "sk-x"), si.FetchError)
         if data is not None:
             si.kv_summary(si.clean(data, "sk-x"))
-        si.parse_prometheus(metrics)
-        clean(lambda: si.parse_sample(line), ValueError)
+        prom.parse_prometheus(metrics)
+        clean(lambda: prom.parse_sample(line), ValueError)
         clean(lambda: si.normalize_url(line), si.ServerInfoError)
     fuzz(request, lambda m: (m.pick((lambda: m.data(SERVER_ANSWERS, 400), lambda: json.dumps(m.json(SERVER_INFO or [{}])).encode(),
                                      m.deep_json))(), m.text(METRICS), m.text(METRICS, 1)), check, 2000)
@@ -463,10 +561,10 @@ def test_readiness_parsers(request):
         text, argv, data = case
         clean(lambda: rd.check_unit_name(text), rd.UnitError)
         rd.mask_text(text)
-        rd.mask_argv(argv)
+        rdc.redact_argv(argv)
         rd.clean_line(text)
         systemd.parse_show(text)
-        rd.parse_timespan(text)
+        stop.parse_timespan(text)
     fuzz(request, lambda m: (m.text(SHOW + LOGS, 40), [m.pick(("--api-key", "--hf-token=x", "--api-k", "sk-1", m.junk()))
                                                        for _i in range(m.r.randrange(6))], m.data(LOGS, 20)), check, 3000)
 
@@ -578,12 +676,12 @@ def test_kv_guard(request):
     def check(case):
         words, text, inputs = case
         kg.classify_dtype(text)
-        kg.parse_launch_argv(words)
+        la.parse_launch_argv(words)
         kg.redact_argv(words, "sk-fuzz-1")
         kg.served_model(words, inputs.get("server_info"))
         se.shown_commands(text)
         commands = clean(lambda: se.unit_commands("[Service]\nExecStart=" + text, "sglang.service"), se.ExecSyntaxError)
-        kg.select_launch_command([c["argv"] for c in commands or []])
+        la.select_launch_command([c["argv"] for c in commands or []])
         line = clean(lambda: se.command_line(words, breaks={2}), se.ExecSyntaxError) if words else None
         if line is not None:
             assert [c["argv"] for c in se.unit_commands("[Service]\nExecStart=" + line)] == [[str(w) for w in words]]

@@ -98,6 +98,13 @@ def test_emulated_gpus_tell_apart_what_the_gpu_decides(emulated):
     assert emulated["9.0"]["s40-deepseek-v32-dsa-fp8-kv-by-gpu"]["kv_cache_dtype_auto"] == "bfloat16"
     assert emulated["10.0"]["s40-deepseek-v32-dsa-fp8-kv-by-gpu"]["kv_cache_dtype_auto"] == "fp8_e4m3"
     assert "Minimum capability: 100" in emulated["9.0"]["s31-flat-mxfp8-scheme-fp8"]["error"]
+    # the same rule on a real DeepSeek-V3.2-Exp config (Quark FP8): the GPU, not the checkpoint, decides its KV dtype
+    real_dsa = "r36-mc17-deepseek-v32-exp-quark-ptpc-fp8"
+    assert [emulated[c][real_dsa]["kv_cache_dtype_auto"] for c in GPUS] == ["bfloat16", "fp8_e4m3", "fp8_e4m3"]
+    assert emulated["9.0"][real_dsa]["config_class"] == "QuarkConfig"
+    # NVIDIA's NVFP4 DeepSeek-V3.2 asks for FP8 KV in hf_quant_config.json: an H200 still gets bf16
+    nvfp4_dsa = emulated["9.0"]["r37-mc18-deepseek-v32-nvfp4-kv-fp8-by-gpu"]
+    assert (nvfp4_dsa["kv_cache_quant_algo"], nvfp4_dsa["kv_cache_dtype_auto"]) == ("FP8", "bfloat16")
 
 
 # A checkpoint file that is a FIFO, socket or device: SGLang would block opening it, so the probe refuses by name.
@@ -209,6 +216,7 @@ def test_shapes_cover_both_answers_and_refusals(sglang_answers):
     ("s05-flat-fp8-string-scheme-ignored", "bfloat16", "config.json:quantization_config"),
     ("s10-mixed-flat-nokv-falls-back-to-hf", "fp8_e4m3", "hf_quant_config.json"),
     ("s12-ct-static-tensor-fp8", "fp8_e4m3", "config.json:quantization_config"),
+    ("r34-mc15-laguna-xs2-ct-fp8-block-kv-fp8", "fp8_e4m3", "config.json:quantization_config"),
     ("s13-ct-dynamic", "bfloat16", "config.json:quantization_config"),
     ("s23-hf-kv-padded", "bfloat16", "hf_quant_config.json"),
     ("s26-config-nested-kv-inside-ignored", "bfloat16", "config.json:quantization_config"),
@@ -298,6 +306,18 @@ def test_compare_keeps_the_model_where_the_probe_skipped_the_rule():
     # the same probe answer for a checkpoint no such rule touches is compared as before
     plain = model_answer(SHAPES / "s17-fp8-block-kv-fp8", "9.0")
     assert ka.compare(plain, sglang)["agree"] is True
+
+
+def test_probe_builds_the_model_config_as_the_server_does():
+    """The server builds ModelConfig with its --trust-remote-code (False by default); ModelConfig's own default is True,
+    under which a checkpoint's auto_map would import its configuration_*.py (Laguna: r34, r35) in the probe."""
+    fields = _class(_tree("arg_groups/fields/model.py"), "Model")   # the server args' model group
+    default = [n for n in fields.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "trust_remote_code"]
+    assert ast.literal_eval(default[0].value) is False
+    assert _line("configs/model_config.py", 957).strip() == "trust_remote_code=cfg.trust_remote_code,"
+    probe = ast.parse((ROOT / "plugins" / "module_utils" / "_kv_auto_probe.py").read_text(encoding="utf-8"))
+    calls = [n for n in ast.walk(probe) if isinstance(n, ast.Call) and ast.unparse(n.func) == "api['ModelConfig']"]
+    assert [ast.unparse(k) for c in calls for k in c.keywords if k.arg == "trust_remote_code"] == ["trust_remote_code=False"]
 
 
 # --- the rules table against SGLang's source (ast) ------------------------------------------------
@@ -427,13 +447,12 @@ def test_architecture_rows_are_sglangs_own(rule):
         assert "quant_method') == %r" % rule["quant_method"] in func
 
 
-def test_the_guard_knows_every_architecture_rule():
-    """Every architecture this table lets force FP8 on auto is in _kv_guard's FP8_RULES (whose DSA row names the whole
-    DeepSeek family: Kimi K2.5 is in it but has no DSA indexer, so SGLang's pass leaves it alone)."""
-    from ansible_collections.llmops.sglang.plugins.module_utils import _kv_guard
-    guard = set(n for r in _kv_guard.FP8_RULES if r["kind"] == "architecture" for n in r["names"])
-    table = set(n for r in ka.RULES if r["kind"] == "kv" for n in r["architectures"])
-    assert table <= guard and guard - table == {"KimiK25ForConditionalGeneration"}
+@pytest.mark.parametrize("rule", [r for r in ka.RULES if r["kind"] == "kv"], ids=lambda r: r["id"])
+def test_a_conditional_kv_row_says_its_condition(rule):
+    """kv_cache_guard takes its FP8 architecture rules from these rows, and treats a row without ``when`` as one that
+    decides on auto alone: a row with a GPU or config condition, or one not modelled, must say it in words."""
+    conditional = rule.get("min_capability") is not None or rule.get("needs") or rule.get("modelled") is False
+    assert bool(rule.get("when")) == bool(conditional)
 
 
 # --- the GPU option ---------------------------------------------------------------------------------

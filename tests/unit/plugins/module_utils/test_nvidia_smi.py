@@ -6,6 +6,7 @@ import stat
 
 import pytest
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_probe as probe
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
@@ -311,23 +312,23 @@ def test_numa_node_and_iommu_groups(tmp_path):
     other = tmp_path / "sys/bus/pci/devices/0000:00:06.0"
     other.mkdir(parents=True)
     (other / "numa_node").write_text("-1\n")
-    assert smi.read_numa_node(str(tmp_path), "0000:06:00.0") == 1
-    assert smi.read_numa_node(str(tmp_path), "0000:00:06.0") is None
-    assert smi.read_numa_node(str(tmp_path), "0000:07:00.0") is None
-    assert smi.count_iommu_groups(str(tmp_path)) is None
+    assert probe.read_numa_node(str(tmp_path), "0000:06:00.0") == 1
+    assert probe.read_numa_node(str(tmp_path), "0000:00:06.0") is None
+    assert probe.read_numa_node(str(tmp_path), "0000:07:00.0") is None
+    assert probe.count_iommu_groups(str(tmp_path)) is None
     groups = tmp_path / "sys/kernel/iommu_groups"
     for name in ("0", "1", "17"):
         (groups / name).mkdir(parents=True)
-    assert smi.count_iommu_groups(str(tmp_path)) == 3
+    assert probe.count_iommu_groups(str(tmp_path)) == 3
 
 
 def test_find_program_explicit_path(tmp_path):
-    assert smi.find_program("nvidia-smi", str(tmp_path / "missing")) is None
+    assert probe.find_program("nvidia-smi", str(tmp_path / "missing")) is None
     tool = tmp_path / "tool"
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
-    assert smi.find_program("whatever", str(tool)) == str(tool)
-    assert smi.find_program("tool", path=str(tmp_path)) == os.path.join(str(tmp_path), "tool")
+    assert probe.find_program("whatever", str(tool)) == str(tool)
+    assert probe.find_program("tool", path=str(tmp_path)) == os.path.join(str(tmp_path), "tool")
 
 
 def _runner_from(outputs):
@@ -344,7 +345,7 @@ def test_collect_from_real_h200_outputs(h200, tmp_path):
     tool = tmp_path / "nvidia-smi"
     tool.write_text("")
     tool.chmod(0o755)
-    result = smi.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
+    result = probe.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
                          driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
     assert result["ok"] is True and result["gpu_count"] == 2
     assert result["topology"]["pairs"] == [{"a": 0, "b": 1, "link": "NV18"}]
@@ -361,7 +362,7 @@ def test_collect_err_in_the_table_is_a_lost_gpu(h200, tmp_path):
     tool = tmp_path / "nvidia-smi"
     tool.write_text("")
     tool.chmod(0o755)
-    result = smi.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
+    result = probe.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
                          driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
     assert result["ok"] is False and result["failure"]["class"] == "gpu_lost"
     assert "ERR!" in result["failure"]["message"]
@@ -393,17 +394,17 @@ def test_run_bounded_stops_a_program_that_floods(tmp_path):
 
 
 def test_kernel_files_are_read_bounded(tmp_path):
-    with pytest.raises(smi.GpuInfoError, match="driver_version_file: /dev/zero holds more than 65536 bytes"):
-        smi.read_text("/dev/zero", "driver_version_file")
+    with pytest.raises(probe.GpuInfoError, match="driver_version_file: /dev/zero holds more than 65536 bytes"):
+        probe.read_text("/dev/zero", "driver_version_file")
     fifo = tmp_path / "fifo"
     os.mkfifo(str(fifo))
-    assert smi.read_text(str(fifo), "driver_version_file") == ""  # no writer: nothing, and no hang
-    assert smi.read_text(str(tmp_path), "sysfs_root") is None  # a directory cannot be read
-    assert smi.read_text(str(tmp_path / "missing"), "sysfs_root") is None
+    assert probe.read_text(str(fifo), "driver_version_file") == ""  # no writer: nothing, and no hang
+    assert probe.read_text(str(tmp_path), "sysfs_root") is None  # a directory cannot be read
+    assert probe.read_text(str(tmp_path / "missing"), "sysfs_root") is None
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "cmdline").write_text("iommu=pt " * 10000)
-    with pytest.raises(smi.GpuInfoError, match="procfs_root: .*/proc/cmdline holds .* point procfs_root at the right place"):
-        smi.collect(nvidia_smi=str(tmp_path / "none"), sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
+    with pytest.raises(probe.GpuInfoError, match="procfs_root: .*/proc/cmdline holds .* point procfs_root at the right place"):
+        probe.collect(nvidia_smi=str(tmp_path / "none"), sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
                     driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "none"))
 
 
@@ -425,9 +426,9 @@ def test_hostile_long_lines_parse_in_linear_time(h200, parse, line):
 
 def test_a_nul_byte_in_a_path_is_unreadable_not_a_crash(tmp_path):
     # os.open and Popen raise ValueError("embedded null byte"), not OSError
-    assert smi.read_text(str(tmp_path) + "/a\0b", "procfs_root") is None
+    assert probe.read_text(str(tmp_path) + "/a\0b", "procfs_root") is None
     rc, out, err, timed_out, not_found = run_bounded([str(tmp_path) + "/nvidia-smi\0"], 5)
     assert (rc, not_found) == (127, True) and "null" in err
-    result = smi.collect(nvidia_smi=str(tmp_path / "n\0"), sysfs_root="\0", procfs_root="\0", driver_version_file="\0",
+    result = probe.collect(nvidia_smi=str(tmp_path / "n\0"), sysfs_root="\0", procfs_root="\0", driver_version_file="\0",
                          lspci=str(tmp_path / "l\0"))
     assert result["failure"]["class"] == "not_installed"

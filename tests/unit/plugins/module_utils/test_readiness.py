@@ -13,6 +13,10 @@ import fake_journalctl
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _readiness as r
+from ansible_collections.llmops.sglang.plugins.module_utils import _redact
+from ansible_collections.llmops.sglang.plugins.module_utils import _service_stop as stop
+from ansible_collections.llmops.sglang.plugins.module_utils import _systemd
+from ansible_collections.llmops.sglang.plugins.module_utils import _unit_processes as procs
 from ansible_collections.llmops.sglang.plugins.module_utils._process import stream
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audit import PHASES
 
@@ -108,16 +112,16 @@ def logs(fixtures_dir):
 
 
 def test_timespans():
-    assert r.parse_timespan("1min 30s") == 90.0
-    assert r.parse_timespan("500ms") == 0.5
-    assert r.parse_timespan("5s") == 5.0
-    assert r.parse_timespan("infinity") is None
-    assert r.parse_timespan("") is None
+    assert stop.parse_timespan("1min 30s") == 90.0
+    assert stop.parse_timespan("500ms") == 0.5
+    assert stop.parse_timespan("5s") == 5.0
+    assert stop.parse_timespan("infinity") is None
+    assert stop.parse_timespan("") is None
 
 
 def test_secret_values_are_masked():
     argv = ["python", "-m", "sglang.launch_server", "--api-key", "s3cr3t", "--hf-token=hf_abc", "--max-total-tokens", "5"]
-    masked = r.mask_argv(argv)
+    masked = _redact.redact_argv(argv)
     assert "s3cr3t" not in masked and "hf_abc" not in " ".join(masked)
     assert masked[3:6] == ["--api-key", r.MASK, "--hf-token=" + r.MASK]
     assert masked[6:] == ["--max-total-tokens", "5"]
@@ -295,9 +299,9 @@ def make_proc(root, procs, listen=()):
 def test_a_200_from_another_server_on_the_port_is_not_ready(tmp_path):
     make_proc(tmp_path, {100: ("/system.slice/old.service", ["python3", "old"], [777]),
                          200: ("/system.slice/sglang-port.service", ["python3", "new"], [])}, listen=[(30000, 777)])
-    assert r.port_owner("/system.slice/old.service", 30000, str(tmp_path)) is True
-    assert r.port_owner("/system.slice/sglang-port.service", 30000, str(tmp_path)) is False
-    assert r.port_owner("/system.slice/sglang-port.service", 30001, str(tmp_path)) is None
+    assert procs.port_owner("/system.slice/old.service", 30000, str(tmp_path)) is True
+    assert procs.port_owner("/system.slice/sglang-port.service", 30000, str(tmp_path)) is False
+    assert procs.port_owner("/system.slice/sglang-port.service", 30001, str(tmp_path)) is None
 
     clock = Clock()
     journal = b"[2026-11-30 12:09:22] ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use\n"
@@ -340,7 +344,7 @@ def test_stop_names_the_child_systemd_had_to_kill(tmp_path):
             for name in ("cgroup", "stat", "cmdline"):
                 os.unlink(str(tmp_path / str(pid) / name))
     system.on_stop = vanish
-    out = r.stop_unit(UNIT, run=system.run, proc_root=str(tmp_path), clock=clock, sleep=clock.sleep)
+    out = stop.stop_unit(UNIT, run=system.run, proc_root=str(tmp_path), clock=clock, sleep=clock.sleep)
     assert system.stopped
     assert [p["pid"] for p in out["processes"]] == [300, 301]
     assert out["killed"] == [{"pid": 301, "comm": "python3", "cmdline": out["processes"][1]["cmdline"]}]
@@ -348,7 +352,7 @@ def test_stop_names_the_child_systemd_had_to_kill(tmp_path):
     assert out["survivors"] == []
     assert out["timed_out_state"] == "final-sigterm"
     assert out["timeout_stop_sec"] == 2.0
-    text = r.describe_stop(UNIT, out)
+    text = stop.describe_stop(UNIT, out)
     assert "surviving child: pid 301 (" in text and "TimeoutStopSec=2 s" in text
     assert secret not in repr(out) and secret not in text
 
@@ -366,7 +370,7 @@ def test_stop_report_reads_only_pid1s_messages(tmp_path, fixtures_dir):
     empty = tmp_path / "proc"
     empty.mkdir()
     system = FakeSystem(clock, [before, after], pid1=recorded)
-    out = r.stop_unit(UNIT, run=system.run, proc_root=str(empty), clock=clock, sleep=clock.sleep)
+    out = stop.stop_unit(UNIT, run=system.run, proc_root=str(empty), clock=clock, sleep=clock.sleep)
     assert [p["pid"] for p in out["killed"]] == [137] and out["timed_out_state"] == "final-sigterm"
     query = [c for c in system.calls if c[0] == "journalctl"][0]
     assert query[1:6] == ["_PID=1", "_UID=0", "_TRANSPORT=journal", "INVOCATION_ID=" + inv, "-o"]
@@ -376,24 +380,24 @@ def test_stop_reports_a_process_that_survived(tmp_path):
     make_proc(tmp_path, {400: (CGROUP, ["python3", "stuck"], [])})
     clock = Clock()
     system = FakeSystem(clock, [unit_state(clock), unit_state(clock, ActiveState="failed", SubState="failed", Result="timeout")])
-    out = r.stop_unit(UNIT, run=system.run, proc_root=str(tmp_path), clock=clock, sleep=clock.sleep)
+    out = stop.stop_unit(UNIT, run=system.run, proc_root=str(tmp_path), clock=clock, sleep=clock.sleep)
     assert [p["pid"] for p in out["survivors"]] == [400]
-    assert "still running after the stop: pid 400 (python3 stuck)" in r.describe_stop(UNIT, out)
+    assert "still running after the stop: pid 400 (python3 stuck)" in stop.describe_stop(UNIT, out)
 
 
 def test_stop_in_check_mode_and_of_a_stopped_unit(tmp_path):
     make_proc(tmp_path, {500: (CGROUP, ["python3", "server"], [])})
     clock = Clock()
     system = FakeSystem(clock, [unit_state(clock)])
-    out = r.stop_unit(UNIT, check_mode=True, run=system.run, proc_root=str(tmp_path))
+    out = stop.stop_unit(UNIT, check_mode=True, run=system.run, proc_root=str(tmp_path))
     assert out["changed"] and not system.stopped and [p["pid"] for p in out["processes"]] == [500]
 
     empty = tmp_path / "empty"
     empty.mkdir()
     system = FakeSystem(clock, [unit_state(clock, ActiveState="inactive", SubState="dead")])
-    out = r.stop_unit(UNIT, run=system.run, proc_root=str(empty))
+    out = stop.stop_unit(UNIT, run=system.run, proc_root=str(empty))
     assert not out["changed"] and not system.stopped
-    assert r.describe_stop(UNIT, out) == ""
+    assert stop.describe_stop(UNIT, out) == ""
 
 
 @pytest.mark.parametrize("unit", ["", None, "-x", "--all", "sglang qwen.service", "sglang-qwen.service\n"])
@@ -403,7 +407,7 @@ def test_a_bad_unit_name_runs_no_command(unit):
     with pytest.raises(r.UnitError, match="is not a unit name; give a name like sglang-qwen.service"):
         r.wait_ready(unit, URL, 60, 60, run=system.run, http=system.http, clock=clock, sleep=clock.sleep)
     with pytest.raises(r.UnitError, match="is not a unit name"):
-        r.stop_unit(unit, run=system.run, clock=clock, sleep=clock.sleep)
+        stop.stop_unit(unit, run=system.run, clock=clock, sleep=clock.sleep)
     assert system.calls == [] and not system.stopped
     r.check_unit_name("sglang-qwen@0.service")  # a template instance is a unit name
 
@@ -491,7 +495,8 @@ def test_not_enough_memory_is_the_parsers_class():
 
 
 def test_readiness_uses_only_the_log_audits_public_api_and_no_fatal_class_of_its_own():
-    """The fatal classes live in sglang_log._facts alone; readiness asks LogAuditor.progress() and never classifies."""
+    """The fatal classes and the causes systemd shows live in sglang_log._facts alone; readiness asks
+    LogAuditor.progress() and never classifies."""
     import ast
     import importlib
 
@@ -505,17 +510,27 @@ def test_readiness_uses_only_the_log_audits_public_api_and_no_fatal_class_of_its
             assert not node.attr.startswith("_"), node.attr
     strings = set(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
     assert not strings & (set(_facts.FATAL_CLASSES) - {"none"})
+    # the causes systemd and the budget show are the vocabulary's too: every class readiness names is one of them
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            named |= set(v.value for k, v in zip(node.keys, node.values)
+                         if isinstance(k, ast.Constant) and k.value == "class" and isinstance(v, ast.Constant))
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and isinstance(node.value.elts[0], ast.Constant) \
+                and isinstance(node.value.elts[0].value, str):
+            named.add(node.value.elts[0].value)
+    assert named == set(_facts.UNIT_CAUSES), named
     assert not [s for s in strings if "ddress already in use" in s or "Not enough memory" in s or "unrecognized arguments" in s]
 
 
 def test_a_real_failed_unit_reads_as_exited(fixtures_dir):
     """systemd 252's answer for a unit whose main process exited 1 (tests/fixtures/tool-outputs/systemctl-show)."""
     text = (fixtures_dir / "tool-outputs" / "systemctl-show" / "show-failed.txt").read_bytes()
-    state = r.show_unit(lambda argv, timeout=None: (0, text, ""), "systemctl", "sglang-sample.service")
+    state = _systemd.show_unit(lambda argv, timeout=None: (0, text, ""), "systemctl", "sglang-sample.service")
     assert state["ExecMainStatus"] == 1 and state["MainPID"] == 0
     assert r._failure_reason(state) == ("exited", "the main process exited with status 1 (Result=exit-code)")
     not_found = (fixtures_dir / "tool-outputs" / "systemctl-show" / "show-not-found.txt").read_bytes()
-    assert r.show_unit(lambda argv, timeout=None: (0, not_found, ""), "systemctl", "x.service")["LoadState"] == "not-found"
+    assert _systemd.show_unit(lambda argv, timeout=None: (0, not_found, ""), "systemctl", "x.service")["LoadState"] == "not-found"
 
 
 def test_http_status_asks_a_real_server_through_the_one_client():

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _http, _kv_guard, _readiness, _server_info, _sglang_args
+from ansible_collections.llmops.sglang.plugins.module_utils import _http, _kv_guard, _readiness, _server_info, _sglang_args, _unit_processes
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import (
     MASK, is_secret_flag, is_secret_name, printed_forms, redact, redact_argv, redact_text)
 
@@ -243,10 +243,15 @@ def test_sglang_router_0_3_2_secret_flags_and_their_abbreviations():
 # --- the four maskers and the report paths use it ------------------------------------------------
 
 
-def test_every_masker_delegates():
+def test_every_masker_delegates(tmp_path):
     line = "--api-k %s -H 'Authorization: Bearer %s'" % (KEYS["api_key"], KEYS["admin_api_key"])
     assert leaked(_readiness.mask_text(line)) == []
-    assert leaked(" ".join(_readiness.mask_argv(["sglang", "--admin-api", KEYS["admin_api_key"]]))) == []
+    # a unit's process as the stop report shows it
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "stat").write_text("4242 (python3) S 1 4242 4242 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n")
+    (tmp_path / "4242" / "cmdline").write_bytes(b"sglang\0--admin-api\0" + KEYS["admin_api_key"].encode() + b"\0")
+    shown = _unit_processes.process_info(4242, str(tmp_path))
+    assert shown["cmdline"].startswith("sglang --admin-api ") and leaked(shown["cmdline"]) == []
     assert leaked(" ".join(_kv_guard.redact_argv(["sglang", "--api-k", KEYS["api_key"]]))) == []
     assert leaked(json.dumps(_server_info.clean({"launch_command": line}))) == []
     assert _server_info.clean({"hf_token": KEYS["hf_token"]}) == {"hf_token": MASK}

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_probe as probe_mod
-from ansible_collections.llmops.sglang.plugins.module_utils._server_info import parse_prometheus
+from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from sim_harness import Router, Sim, free_port  # noqa: E402

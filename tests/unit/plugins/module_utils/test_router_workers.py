@@ -16,7 +16,8 @@ import requests
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _router_workers as rw
 from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError
-from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError, parse_prometheus
+from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
+from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 from sim_harness import Router, Sim, free_port  # noqa: E402

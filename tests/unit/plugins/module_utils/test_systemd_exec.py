@@ -94,6 +94,21 @@ def test_words_systemd_cannot_carry_are_refused(word):
         se.quote(word)
 
 
+@pytest.mark.parametrize("value", HOSTILE + ["/models/Qwen3.5 397B", "x\x7fy", "ünï ©ode", "$HOME ${X} $$", "100%", "", "a=b"])
+def test_every_environment_value_round_trips(value):
+    """Environment= as systemd reads it: specifiers over the line, then one word unquoted and C-unescaped, no variables."""
+    line = "Environment=" + se.environment_value("NAME", value)
+    [(_section, key, read)] = se.unit_lines("[Service]\n%s\n" % line)
+    assert key == "Environment" and se.split_words(read.replace("%%", "%")) == ["NAME=" + value]
+
+
+def test_an_environment_value_is_written_as_it_always_was():
+    assert se.environment_value("HF_HOME", "/var/lib/sglang/hf") == '"HF_HOME=/var/lib/sglang/hf"'
+    assert se.environment_value("X", 'a "b" \\ 50% $Y') == '"X=a \\"b\\" \\\\ 50%% $Y"'
+    with pytest.raises(se.ExecSyntaxError, match="an Environment= line cannot carry: remove it"):
+        se.environment_value("X", "a\nb")
+
+
 def test_a_first_word_that_looks_like_a_prefix_is_quoted():
     assert se.quote("-x") == "-x" and se.quote("-x", first=True) == '"-x"'
     assert se.parse_value(se.command_line(["-x", "y"]))[0]["prefixes"] == ""

@@ -285,3 +285,39 @@ def test_a_corrupt_library_fails_with_the_cause(wheels, tmp_path):
     assert rc == 1 and out["failed"] is True and "Traceback" not in out["msg"]
     assert out["msg"].startswith("libfixture_ops.so: the fatbin at file offset %d claims" % at)
     assert "set reader=cuobjdump" in out["msg"]
+
+
+def test_require_kernels_tells_an_arch_from_the_kernels_it_holds(wheels):
+    """The fixture built without its FP4 source still meets sm_120a (its sm_120f family cubins, accepted): only the
+    kernel check sees that no FP4 kernel is there. Built with it, the FP4 kernel has an sm_120a cubin."""
+    result, failure = _run(wheels["sm120a"], require_archs=["sm_120a"], require_kernels=["fp4"])
+    assert failure is None and result["missing_kernels"] == [] and result["required_kernels"] == ["fp4"]
+    [row] = result["kernel_matches"]
+    assert (row["pattern"], row["arch"], row["count"]) == ("fp4", "sm_120a", 1)
+    assert row["kernels"][0]["readable"] == "fixture_fp4_quantize_kernel" and row["kernels"][0]["library"] == LIBRARY
+    assert row["kernels"][0]["size"] > 0 and row["code_bytes"] == row["kernels"][0]["size"]
+    result, failure = _run(wheels["family"], require_archs=["sm_120a"], accept_family=True, require_kernels=["fp4", "scale"])
+    assert result["missing_archs"] == []
+    assert result["missing_kernels"] == [{"pattern": "fp4", "arch": "sm_120a"}]
+    assert "no kernel matching 'fp4' has a cubin for sm_120a (searched 1 kernels in 1 cubins that meet sm_120a)" in failure
+    assert "'scale'" not in failure
+    assert [k["arch"] for r in result["kernel_matches"] for k in r["kernels"]] == ["sm_120f"]  # fixture_scale_kernel
+    # without require_kernels nothing is unpacked and nothing is reported
+    result, failure = _run(wheels["family"], require_archs=["sm_120a"], accept_family=True)
+    assert failure is None and result["kernel_matches"] == [] and "kernels" not in result["libraries"][0]
+
+
+def test_require_kernels_module_failures(fixtures_dir):
+    library = str(fixtures_dir / "fatbin" / "libkernel_names.so")
+    rc, out = _module({"path": library, "require_archs": ["sm_120f"], "require_kernels": ["fp4|e2m1"]})
+    assert rc == 1 and out["missing_kernels"] == [{"pattern": "fp4|e2m1", "arch": "sm_120f"}] and out["missing_archs"] == []
+    assert "no kernel matching 'fp4|e2m1' has a cubin for sm_120f" in out["msg"]
+    rc, out = _module({"path": library, "require_archs": ["sm_100a", "sm_120a"], "require_kernels": ["fp4|e2m1"]})
+    assert rc == 1 and out["msg"].count("no cubin for sm_100a") == 1 and "no kernel matching 'fp4|e2m1' has a cubin for sm_100a" in out["msg"]
+    rc, out = _module({"path": library, "require_kernels": ["fp4"]})
+    assert rc == 1 and "require_kernels needs require_archs" in out["msg"] and "Traceback" not in out["msg"]
+    rc, out = _module({"path": library, "require_archs": ["sm_120a"], "require_kernels": ["fp4["]})
+    assert rc == 1 and "'fp4[' is not a Python regular expression" in out["msg"] and out["missing_kernels"] == []
+    rc, out = _module({"path": library, "require_archs": ["sm_120a"], "require_kernels": ["fp4"], "reader": "cuobjdump",
+                       "cuobjdump": _cuda_binary.find_cuobjdump()}, check_mode=True)
+    assert rc == 0 and out["kernel_matches"][0]["count"] == 1 and out["kernel_matches"][0]["smallest"] is None

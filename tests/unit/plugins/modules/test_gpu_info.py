@@ -12,6 +12,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_probe as probe
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.modules import gpu_info
 
@@ -43,7 +44,7 @@ def gather(tmp_path_factory):
         args = dict(timeout=timeout, sysfs_root=str(dest / "root"), procfs_root=str(dest / "root"),
                     driver_version_file=str(dest / "proc-driver-nvidia-version"), env=env)
         args.update(kwargs)
-        result = smi.collect(**args)
+        result = probe.collect(**args)
         result["rootfs"] = str(root)
         return result
     return run
@@ -158,7 +159,7 @@ def test_not_installed(tmp_path):
                           stderr=subprocess.PIPE, universal_newlines=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert not (root / "usr/bin/nvidia-smi").exists()
-    r = smi.collect(env={"PATH": str(root / "usr/bin")}, driver_version_file=str(root / "proc/driver/nvidia/version"))
+    r = probe.collect(env={"PATH": str(root / "usr/bin")}, driver_version_file=str(root / "proc/driver/nvidia/version"))
     assert r["failure"]["class"] == "not_installed" and r["nvidia_smi"] is None
     assert "install the NVIDIA driver packages" in r["failure"]["fix"]
 

@@ -218,3 +218,23 @@ def test_a_corrupt_or_foreign_cache_entry_is_ignored(tmp_path):
         assert sa.cached_check(str(tmp_path), digest) is None
     sa.remember_check(str(tmp_path / "new"), digest, {"errors": [{"flag": "--x"}], "sglang_version": "0.5.23"})
     assert not (tmp_path / "new").exists()
+
+
+def test_fp4_backends_are_checked_against_the_kernel_table_on_sm120(sglang_python, capsys):
+    """The reference unit's backends (cuDNN GEMM, FlashInfer CUTLASS MoE) have SM 12.0 kernels in SGLang 0.5.23;
+    the trtllm-gen MoE has none, which SGLang's parser accepts but the FP4 check refuses, naming the fix."""
+    gpu = {"gpu_capability": "12.0", "quant_algo": "NVFP4"}
+    result, _out = run(dict({"python": sglang_python, "args": REFERENCE}, **gpu), capsys)
+    assert not result.get("failed"), result.get("msg")
+    assert result["fp4"]["nvfp4"] is True and result["fp4"]["problems"] == []
+    assert result["fp4"]["modules"] == ["fp4_quantization_120f", "fused_moe_120"]
+    assert "cuDNN backend_version>=91002" in result["fp4"]["needs"]
+
+    trtllm = with_flag(REFERENCE, "--moe-runner-backend", "flashinfer_trtllm")
+    result, _out = run(dict({"python": sglang_python, "args": trtllm}, **gpu), capsys)
+    assert result["failed"] is True and result["valid"] is True
+    assert [(p["flag"], p["value"]) for p in result["fp4"]["problems"]] == [("--moe-runner-backend", "flashinfer_trtllm")]
+    assert "no SM 12.0 kernels" in result["msg"] and "fix: use --moe-runner-backend flashinfer_cutlass" in result["msg"]
+
+    result, _out = run({"python": sglang_python, "args": trtllm}, capsys)
+    assert not result.get("failed") and "fp4" not in result

@@ -17,7 +17,7 @@ import fake_journalctl
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _readiness
+from ansible_collections.llmops.sglang.plugins.module_utils import _readiness, _service_stop
 from ansible_collections.llmops.sglang.plugins.modules import sglang_service_stop, sglang_wait_ready
 
 
@@ -64,7 +64,7 @@ def run_module(module, params, capsys, monkeypatch, scripted, check_mode=False):
                                  clock=scripted.clock, sleep=scripted.sleep, proc_root="/nonexistent-proc")
         monkeypatch.setattr(module, "wait_ready", fake)
     else:
-        fake = functools.partial(_readiness.stop_unit, run=scripted.run, clock=scripted.clock, sleep=scripted.sleep,
+        fake = functools.partial(_service_stop.stop_unit, run=scripted.run, clock=scripted.clock, sleep=scripted.sleep,
                                  proc_root=scripted.proc_root)
         monkeypatch.setattr(module, "stop_unit", fake)
     if check_mode:

@@ -15,7 +15,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.filter.audit_checks import FilterModule
+from ansible_collections.llmops.sglang.plugins.filter.audit_plan import FilterModule
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _audit_checks
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import plan
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[4]
 ROLE = ROOT / "roles" / "audit"
 SCENARIO = ROOT / "extensions" / "molecule" / "audit" / "default" / "molecule.yml"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-SETTINGS = dict((k, DEFAULTS["audit_" + k]) for k in _audit_checks.SETTINGS if "audit_" + k in DEFAULTS and k != "report_dir")
+SETTINGS = dict((k, DEFAULTS["audit_" + k]) for k in _audit_checks.DEFAULTS if "audit_" + k in DEFAULTS and k != "report_dir")
 SETTINGS["report_dir"] = "/srv/reports"
 LAB_HOSTS = {"au-auto": "lab-auto", "au-fp8": "lab-fp8", "au-bf16": "lab-bf16"}
 REAL = "sglang-0.5.16-h200-%s"
@@ -302,12 +302,22 @@ def test_budget_the_estimator_refuses_leaves_the_sizes_unknown(lab):
 def test_bad_settings_name_the_setting(lab, settings, words):
     with pytest.raises(_audit_checks.AuditError, match=words):
         _audit_checks.audit(lab("au-fp8"), dict(SETTINGS, **settings))
-    with pytest.raises(AnsibleFilterError, match="llmops.sglang.audit_checks: .*" + words):
-        FilterModule().filters()["audit_checks"](lab("au-fp8"), dict(SETTINGS, **settings))
+    if set(settings) <= set(_audit_checks.DEFAULTS):  # the role hands over only its own names
+        with pytest.raises(AnsibleFilterError, match="llmops.sglang.audit_plan: .*" + words):
+            _role_filter(lab("au-fp8"), dict(SETTINGS, **settings))
+
+
+def _role_filter(facts, settings):
+    """The role's one filter as the role calls it: its settings by audit_ name, its results by name, the host."""
+    results = dict((name, facts.get(key)) for key, name in _audit_checks.RESULTS)
+    named = dict(("audit_" + k, v) for k, v in dict(_audit_checks.DEFAULTS, **settings).items())
+    return FilterModule().filters()["audit_plan"](named, "checks", results, facts.get("host"))
 
 
 def test_the_filter_returns_what_the_function_does(lab):
-    assert FilterModule().filters()["audit_checks"](lab("au-bf16"), SETTINGS) == _audit_checks.audit(lab("au-bf16"), SETTINGS)
+    assert _role_filter(lab("au-bf16"), SETTINGS) == _audit_checks.audit(lab("au-bf16"), SETTINGS)
+    with pytest.raises(AnsibleFilterError, match="settings missing: audit_unit"):
+        FilterModule().filters()["audit_plan"]({}, "checks", {}, "h")
 
 
 def test_the_role_rules_are_the_ones_the_checks_read():

@@ -11,9 +11,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.filter.benchmark_baseline import FilterModule as BaselineFilter
-from ansible_collections.llmops.sglang.plugins.filter.benchmark_options import FilterModule as OptionsFilter
-from ansible_collections.llmops.sglang.plugins.filter.benchmark_record import FilterModule as RecordFilter
+from ansible_collections.llmops.sglang.plugins.filter.benchmark_plan import FilterModule
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _benchmark_report as br
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._gate import evaluate_gate, summary_line
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import BenchmarkError
@@ -72,7 +70,7 @@ def measured_result(tok_s, baseline, fail=False):
 
 def test_the_bundled_profile_is_the_baseline_of_its_dataset():
     profiles = yaml.safe_load((ROLE / "files" / "baselines.yml").read_text())
-    choose = BaselineFilter().filters()["benchmark_baseline"]
+    choose = br.choose_baseline
     assert choose(settings(), profiles) == {"ok": True, "baseline": {1: 172, 32: 2100}, "note": "", "error": ""}
     coding = choose(settings(dataset="coding"), profiles)
     assert coding["baseline"] == {} and coding["ok"] and coding["error"] == ""
@@ -84,8 +82,15 @@ def test_the_bundled_profile_is_the_baseline_of_its_dataset():
     assert missing["error"] == ("benchmark_profile h200x8 is not in the baseline file (profiles: rtxpro6000x8-qwen3.5-397b-nvfp4): "
                                 "add it to benchmark_baseline_file or set benchmark_baseline")
     assert "(profiles: )" in choose(settings(), {"profiles": None})["error"]
-    with pytest.raises(AnsibleFilterError, match="benchmark_baseline: settings must map"):
+    with pytest.raises(br.BenchmarkError, match="settings must map"):
         choose(None, profiles)
+    # the role's one filter: phase plan chooses the same baseline from the results it is handed
+    plan = FilterModule().filters()["benchmark_plan"]
+    assert plan(settings(dataset="coding"), "plan", {"_benchmark_profiles": profiles}, "h")["baseline"] == coding
+    with pytest.raises(AnsibleFilterError, match="benchmark_plan: the role hands over its settings and results as mappings"):
+        plan(None, "plan", {}, "h")
+    with pytest.raises(AnsibleFilterError, match="benchmark_plan: settings missing: benchmark_url"):
+        plan({}, "plan", {}, "h")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +109,7 @@ def test_every_option_is_the_modules_and_every_setting_the_roles():
 
 
 def test_options_of_the_defaults(tmp_path):
-    opts = OptionsFilter().filters()["benchmark_options"](settings(tmp_path), "gpu-07", {1: 172})
+    opts = FilterModule().filters()["benchmark_plan"](settings(tmp_path, baseline={1: 172}), "plan", {}, "gpu-07")["options"]
     bench, canary = opts["benchmark"], opts["accuracy_canary"]
     assert set(bench) <= module_options_of(benchmark) and set(canary) <= module_options_of(accuracy_canary)
     # empty optional settings are left out, as default(omit, true) did
@@ -149,7 +154,8 @@ def test_record_of_a_passing_run_with_the_canary(tmp_path):
     (tmp_path / "gpu-07" / "history.jsonl").write_text("\n".join(json.dumps(r) for r in old) + "\n\n")
     result = measured_result(171.0, {1: 172})
     canary = {"changed": False, "invocation": {}, "passed": True, "summary": "needle 6/6, coding 8/8", "hash": "ab12", "state": {}}
-    rec = RecordFilter().filters()["benchmark_record"](settings(tmp_path), result, canary, "gpu-07", "")
+    rec = FilterModule().filters()["benchmark_plan"](settings(tmp_path), "record", {"_benchmark_result": result, "_benchmark_canary": canary},
+                                                     "gpu-07")
     entry = rec["entry"]
     assert entry["host"] == "gpu-07" and entry["url"] == "http://127.0.0.1:30000" and entry["model"] == "qwen3.5-397b"
     assert entry["output_tok_s"] == {"1": 171.0} and entry["failed_requests"] == 0 and entry["gate"] is True
@@ -189,4 +195,4 @@ def test_a_history_line_that_is_not_json_is_named(tmp_path):
     (tmp_path / "h").mkdir()
     (tmp_path / "h" / "history.jsonl").write_text('{"time": "t"}\n{"time": \n')
     with pytest.raises(AnsibleFilterError, match="history.jsonl line 2 is not JSON: repair or delete that line"):
-        RecordFilter().filters()["benchmark_record"](settings(tmp_path), {}, None, "h")
+        FilterModule().filters()["benchmark_plan"](settings(tmp_path), "record", {"_benchmark_result": {"changed": False}}, "h")

@@ -15,10 +15,10 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.filter.gpu_preflight import FilterModule
-from ansible_collections.llmops.sglang.plugins.filter.gpu_preflight_report import FilterModule as ReportFilter
-from ansible_collections.llmops.sglang.plugins.filter.gpu_smoke_binary import FilterModule as SmokeFilter
-from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_rules as gpf
+from ansible_collections.llmops.sglang.plugins.filter.gpu_preflight_plan import FilterModule
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_plan as gpf
+from ansible_collections.llmops.sglang.plugins.plugin_utils import _gpu_preflight_rules as rules_module
+from ansible_collections.llmops.sglang.plugins.module_utils import _gpu_probe as probe
 from ansible_collections.llmops.sglang.plugins.module_utils import _nvidia_smi as smi
 from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import RULES, PreflightError, evaluate
 
@@ -41,6 +41,13 @@ def h200(fixtures_dir):
 _FACTS = {}
 
 
+def target(**more):
+    """The gpu_preflight role's arch and toolkit (its defaults: the rules themselves expect neither), and more."""
+    defaults = yaml.safe_load((ROOT / "roles" / "gpu_preflight" / "defaults" / "main.yml").read_text())
+    return dict(cuda_toolkit_min=defaults["gpu_preflight_cuda_toolkit_min"], toolkit_archs=defaults["gpu_preflight_toolkit_archs"],
+                **more)
+
+
 def lab_facts(profile):
     """gpu_info's result for a lab profile: installed by install-profile into a scratch root file system and
     gathered through the simulated nvidia-smi, the way a lab host does it."""
@@ -51,7 +58,7 @@ def lab_facts(profile):
             dest = rootfs / "etc" / "llmops-gpu-profile"
             env = dict(os.environ, PATH="%s:%s:%s" % (rootfs / "usr/local/sbin", rootfs / "usr/bin", os.environ.get("PATH", "")),
                        LLMOPS_GPU_PROFILE_DIR=str(dest))
-            _FACTS[profile] = smi.collect(timeout=5, sysfs_root=str(dest / "root"), procfs_root=str(dest / "root"),
+            _FACTS[profile] = probe.collect(timeout=5, sysfs_root=str(dest / "root"), procfs_root=str(dest / "root"),
                                           driver_version_file=str(dest / "proc-driver-nvidia-version"), env=env)
         finally:
             shutil.rmtree(str(rootfs), ignore_errors=True)
@@ -146,10 +153,10 @@ def test_gpu_query_failure_classes(h200, profile, cls, fix):
     if profile == "hang":
         directory = LAB_GPU / "profiles" / "hang"
         env = dict(os.environ, PATH="%s:%s" % (LAB_GPU, os.environ.get("PATH", "")), LLMOPS_GPU_PROFILE_DIR=str(directory))
-        facts = smi.collect(timeout=1, env=env, driver_version_file=str(directory / "proc-driver-nvidia-version"))
+        facts = probe.collect(timeout=1, env=env, driver_version_file=str(directory / "proc-driver-nvidia-version"))
     else:
         facts = lab_facts(profile)
-    result = evaluate(facts, h200["cuda_toolkit_info"])
+    result = evaluate(facts, h200["cuda_toolkit_info"], target())
     assert rules(result) == ["gpu_query"]
     assert result["failed"][0]["found"].startswith(cls + ": ")
     assert fix in result["failed"][0]["fix"]
@@ -160,7 +167,7 @@ def test_gpu_query_failure_classes(h200, profile, cls, fix):
 
 
 def test_not_installed(h200, tmp_path):
-    facts = smi.collect(env={"PATH": str(tmp_path)}, driver_version_file=str(tmp_path / "none"))
+    facts = probe.collect(env={"PATH": str(tmp_path)}, driver_version_file=str(tmp_path / "none"))
     assert facts["failure"]["class"] == "not_installed"
     result = evaluate(facts, {"installed": False})
     assert rules(result) == ["gpu_query", "cuda_toolkit"]
@@ -228,7 +235,7 @@ def test_gpu_count_is_a_minimum(h200):
 
 def test_toolkit_rules(h200):
     facts = lab_facts("rtxpro6000x8")
-    missing = evaluate(facts, {"installed": False, "nvcc": None})
+    missing = evaluate(facts, {"installed": False, "nvcc": None}, target())
     assert rules(missing) == ["cuda_toolkit"]
     assert missing["failed"][0]["found"] == "nvcc not found"
     arch = [c for c in missing["checks"] if c["rule"] == "toolkit_arch"][0]
@@ -239,14 +246,16 @@ def test_toolkit_rules(h200):
 
     old = dict(h200["cuda_toolkit_info"], release="12.6", version="12.6.85")
     old["arch_tests"] = {"sm_120a": {"compiles": False, "error_class": "unsupported_arch", "error": "nvcc fatal : Unsupported gpu architecture 'compute_120a'"}}
-    result = evaluate(facts, old)
+    result = evaluate(facts, old, target())
     assert rules(result) == ["cuda_toolkit", "toolkit_arch"]
     assert "CUDA toolkit 12.6 found, >= 12.8 required" in messages(result)
-    assert "12.8 or newer for sm_120a" in result["failed"][1]["fix"]
+    assert result["failed"][1]["fix"] == "install a CUDA toolkit that supports sm_120a (12.8 or newer)"
+    # the rules expect no arch and no toolkit release of their own: the role's settings name them
+    assert rules(evaluate(facts, old)) == []
 
     no_gcc = copy.deepcopy(h200["cuda_toolkit_info"])
     no_gcc["arch_tests"]["sm_120a"] = {"compiles": False, "error_class": "host_compiler", "error": "gcc: No such file or directory"}
-    result = evaluate(facts, no_gcc)
+    result = evaluate(facts, no_gcc, target())
     assert rules(result) == ["toolkit_arch"] and "host compiler" in result["failed"][0]["fix"]
 
     untested = evaluate(facts, h200["cuda_toolkit_info"], {"toolkit_archs": ["sm_120a", "sm_100a"]})
@@ -333,11 +342,16 @@ def test_table_is_fixed_width(h200):
 
 
 def test_filter_plugin(h200):
-    gpu_preflight = FilterModule().filters()["gpu_preflight"]
-    result = gpu_preflight(h200["gpu_info"], h200["cuda_toolkit_info"], {"gpu_count": 1, "compute_capability": "9.0"}, [])
-    assert result["passed"] is True
-    with pytest.raises(AnsibleFilterError, match="llmops.sglang.gpu_preflight: unknown waiver rule 'persistence'"):
-        gpu_preflight(h200["gpu_info"], h200["cuda_toolkit_info"], None, [{"rule": "persistence", "reason": "x"}])
+    """The role's one filter: its phases by name, the plan's errors as the filter's, a wrong phase or input named."""
+    plan = FilterModule().filters()["gpu_preflight_plan"]
+    settings = dict(role_defaults(), gpu_preflight_gpu_count=1, gpu_preflight_compute_capability="9.0")
+    assert plan(settings, "report", h200["gpu_info"], h200["cuda_toolkit_info"], None, "h")["result"]["expectations"]["gpu_count"] == 1
+    with pytest.raises(AnsibleFilterError, match="llmops.sglang.gpu_preflight_plan: unknown waiver rule 'persistence'"):
+        plan(dict(settings, gpu_preflight_waivers=[{"rule": "persistence", "reason": "x"}]), "report", h200["gpu_info"], None)
+    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of smoke, report"):
+        plan(settings, "rules", h200["gpu_info"])
+    with pytest.raises(AnsibleFilterError, match=r"gpu_preflight_plan\('smoke'\): .*pass \(settings, gpu_info, toolkit, source\)"):
+        plan(settings, "smoke", h200["gpu_info"])
 
 
 def test_free_memory_as_a_fraction_of_each_gpu(h200):
@@ -370,23 +384,25 @@ def role_defaults():
 
 def test_every_expectation_comes_from_a_role_setting():
     defaults = role_defaults()
-    for setting, key in gpf.ROLE_EXPECTATIONS:
-        assert gpf.ROLE_PREFIX + setting in defaults and key in gpf.DEFAULT_EXPECTATIONS
+    for setting, key in gpf.EXPECTATIONS:
+        assert gpf.PREFIX + setting in defaults and key in rules_module.DEFAULT_EXPECTATIONS
     # the role's defaults are the expectations it evaluates: mem_fraction_static is the free fraction required
-    exp = gpf.normalize_expectations(gpf.role_expectations(defaults))
+    exp = rules_module.normalize_expectations(gpf.expectations(defaults))
     assert exp["min_free_fraction"] == defaults["gpu_preflight_mem_fraction_static"] == 0.85
     assert (exp["gpu_count"], exp["compute_capability"], exp["toolkit_archs"]) == (8, "12.0", ["sm_120a"])
     # values templated into strings, and settings of other roles or tests, change nothing
-    assert gpf.role_expectations({"gpu_preflight_gpu_count": "1", "gpu_preflight_expected_failures": []}) == {"gpu_count": "1"}
+    assert gpf.expectations(dict(defaults, gpu_preflight_gpu_count="1", gpu_preflight_expected_failures=[]))["gpu_count"] == "1"
     with pytest.raises(PreflightError, match="settings must map"):
-        gpf.role_expectations(["gpu_preflight_gpu_count"])
+        gpf.expectations(["gpu_preflight_gpu_count"])
+    with pytest.raises(PreflightError, match="settings missing: gpu_preflight_waivers .*_gpu_preflight_setting_names"):
+        gpf.expectations(dict((k, v) for k, v in defaults.items() if k != "gpu_preflight_waivers"))
 
 
 def test_role_report_on_the_h200(h200):
     settings = dict(role_defaults(), gpu_preflight_waivers=[{"rule": "persistence_mode", "reason": "set at boot later"}])
-    out = ReportFilter().filters()["gpu_preflight_report"](h200["gpu_info"], h200["cuda_toolkit_info"], settings, None, "gpu-07")
+    out = FilterModule().filters()["gpu_preflight_plan"](settings, "report", h200["gpu_info"], h200["cuda_toolkit_info"], None, "gpu-07")
     result = out["result"]
-    assert result == evaluate(h200["gpu_info"], h200["cuda_toolkit_info"], gpf.role_expectations(settings), settings["gpu_preflight_waivers"])
+    assert result == evaluate(h200["gpu_info"], h200["cuda_toolkit_info"], gpf.expectations(settings), settings["gpu_preflight_waivers"])
     failed = rules(result)
     assert "compute_capability" in failed and "gpu_count" in failed  # one H200 (9.0) against 8 x SM120
     assert out["stamp"]["passed"] is False and out["stamp"]["failed_rules"] == failed
@@ -401,7 +417,7 @@ def test_role_report_on_the_h200(h200):
     fits = dict(settings, gpu_preflight_gpu_count=1, gpu_preflight_compute_capability="9.0", gpu_preflight_toolkit_archs=[],
                 gpu_preflight_kernel_module="any", gpu_preflight_persistence_mode=False, gpu_preflight_mem_fraction_static=None,
                 gpu_preflight_driver_min_branch=0, gpu_preflight_cuda_toolkit_min=None, gpu_preflight_require_toolkit=False)
-    ok = gpf.role_report(h200["gpu_info"], h200["cuda_toolkit_info"], fits, None, "gpu-07")
+    ok = gpf.report(fits, h200["gpu_info"], h200["cuda_toolkit_info"], None, "gpu-07")
     assert ok["result"]["passed"], ok["result"]["failed"]
     assert ok["stats"] == {"gpu-07": "passed"} and ok["stamp"]["failed_rules"] == []
     assert ok["passed_message"] == "GPU preflight passed (%d checks, %d warnings, %d waived)" % (
@@ -410,7 +426,7 @@ def test_role_report_on_the_h200(h200):
 
 def test_role_report_when_nvidia_smi_failed():
     failed = {"ok": False, "failure": {"class": "not_installed", "message": "nvidia-smi not found"}, "gpus": None}
-    out = gpf.role_report(failed, None, role_defaults(), None, "h")
+    out = gpf.report(role_defaults(), failed, None, None, "h")
     assert out["stamp"]["gpus"] == [] and out["stamp"]["failed_rules"] == ["gpu_query", "cuda_toolkit"]
     assert out["report"]["failure"]["class"] == "not_installed" and out["stamp"]["cuda_toolkit"] is None
 
@@ -418,14 +434,14 @@ def test_role_report_when_nvidia_smi_failed():
 def test_smoke_binary_names_the_source_and_the_gpus(h200):
     source = (ROLE / "files" / "gpu_smoke.cu").read_text()
     on = dict(role_defaults(), gpu_preflight_smoke_test=True)
-    path = SmokeFilter().filters()["gpu_smoke_binary"](h200["gpu_info"], h200["cuda_toolkit_info"], on, source)
+    path = FilterModule().filters()["gpu_preflight_plan"](on, "smoke", h200["gpu_info"], h200["cuda_toolkit_info"], source)
     caps = ",".join(str(g["compute_capability"]) for g in h200["gpu_info"]["gpus"])
     # the name the role gave it before: (source ~ capabilities) | hash('sha1')
     assert path == "/var/cache/llmops-sglang/gpu-smoke/gpu_smoke-" + hashlib.sha1((source + caps).encode()).hexdigest()
-    assert gpf.smoke_binary(h200["gpu_info"], h200["cuda_toolkit_info"], on, source + "// changed") != path
-    assert gpf.smoke_binary(h200["gpu_info"], h200["cuda_toolkit_info"], role_defaults(), source) is None  # off by default
-    assert gpf.smoke_binary(h200["gpu_info"], h200["cuda_toolkit_info"], dict(on, gpu_preflight_smoke_test="false"), source) is None
-    assert gpf.smoke_binary(dict(h200["gpu_info"], ok=False), h200["cuda_toolkit_info"], on, source) is None
-    assert gpf.smoke_binary(h200["gpu_info"], dict(h200["cuda_toolkit_info"], installed=False), on, source) is None
-    with pytest.raises(AnsibleFilterError, match="gpu_smoke_binary: settings must map"):
-        SmokeFilter().filters()["gpu_smoke_binary"](h200["gpu_info"], None, None, source)
+    assert gpf.smoke_binary(on, h200["gpu_info"], h200["cuda_toolkit_info"], source + "// changed") != path
+    assert gpf.smoke_binary(role_defaults(), h200["gpu_info"], h200["cuda_toolkit_info"], source) is None  # off by default
+    assert gpf.smoke_binary(dict(on, gpu_preflight_smoke_test="false"), h200["gpu_info"], h200["cuda_toolkit_info"], source) is None
+    assert gpf.smoke_binary(on, dict(h200["gpu_info"], ok=False), h200["cuda_toolkit_info"], source) is None
+    assert gpf.smoke_binary(on, h200["gpu_info"], dict(h200["cuda_toolkit_info"], installed=False), source) is None
+    with pytest.raises(AnsibleFilterError, match="gpu_preflight_plan: settings must map"):
+        FilterModule().filters()["gpu_preflight_plan"](None, "smoke", h200["gpu_info"], None, source)

@@ -153,7 +153,7 @@ def _render(tmp_path, template, variables):
 
 def test_audit_md_keeps_its_structure_with_forged_log_and_server_text(tmp_path):
     defaults = yaml.safe_load((ROOT / "roles" / "audit" / "defaults" / "main.yml").read_text())
-    settings_ = dict((k, defaults["audit_" + k]) for k in _audit_checks.SETTINGS if "audit_" + k in defaults and k != "report_dir")
+    settings_ = dict((k, defaults["audit_" + k]) for k in _audit_checks.DEFAULTS if "audit_" + k in defaults and k != "report_dir")
     settings_.update(report_dir="/srv/reports", unit="sglang-qwen.service", url="http://10.0.0.11:30000")
 
     def render(facts, name):
@@ -180,7 +180,7 @@ def test_audit_md_keeps_its_structure_with_forged_log_and_server_text(tmp_path):
 
 def test_play_output_lines_carry_no_control_or_bidi_character():
     facts = _forged_audit_facts()
-    result = _audit_checks.audit(facts, dict(_audit_checks.SETTINGS, report_dir="/srv/reports", unit="u", url="http://h:1"))
+    result = _audit_checks.audit(facts, dict(_audit_checks.DEFAULTS, report_dir="/srv/reports", unit="u", url="http://h:1"))
     assert "modelopt_fp4\\x1b[2K" in json.dumps(result["checks"]) or result["summary"]["line"]
     for text in (result["summary"]["line"], result["stats"]):
         assert RAW.search(text) is None and "\n" not in text
@@ -209,7 +209,7 @@ def test_benchmark_report_keeps_its_structure_with_forged_server_and_model_text(
             "_benchmark_result": {"model": "qwen" + forged, "summary": "ok" + forged, "levels": [level],
                                   "error": {"kind": "http" + forged, "message": "server said" + forged},
                                   "caveats": ["slow" + forged], "gate": {"enabled": False, "reason": "no baseline"}},
-            "_benchmark_run": {"entry": entry, "history": [entry]}, "_benchmark_baseline": {"note": None},
+            "_benchmark_run": {"entry": entry, "history": [entry]}, "_benchmark_plan": {"baseline": {"note": None}},
             "_benchmark_canary": canary, "benchmark_canary": True, "benchmark_url": "http://10.0.0.11:30000",
             "benchmark_engine": "builtin", "benchmark_dataset": "random", "benchmark_input_tokens": 64,
             "benchmark_output_tokens": 32, "benchmark_summary": "ok" + forged, "benchmark_profile": "p",

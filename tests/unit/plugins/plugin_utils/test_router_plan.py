@@ -171,19 +171,19 @@ def test_a_missing_setting_is_named_by_the_filter():
     s = settings()
     del s["router_policy"], s["router_port"]
     with pytest.raises(AnsibleFilterError, match="router_port, router_policy not set"):
-        router_plan(s, HOSTVARS, ["gpu1"], "router1")
+        router_plan(s, "plan", HOSTVARS, ["gpu1"], "router1")
 
 
 def test_only_the_wheels_the_host_lacks_are_copied():
     """Real find results' shape (path, size) on both sides: a missing wheel, a truncated one and one in a subfolder
     are copied; an identical one is not; nothing to copy means no directory either."""
-    copy = {"src": "/srv/wheels/", "dest": "/opt/sglang-router/wheelhouse/"}
+    copy = settings(router_pip_wheelhouse_src="/srv/wheels", router_pip_wheelhouse="/opt/sglang-router/wheelhouse")
 
     def found(root, files):
         return {"files": [{"path": root + name, "size": size} for name, size in files], "matched": len(files)}
     controller = found("/srv/wheels/", [("a-1.whl", 10), ("b-2.whl", 20), ("sub/c-3.whl", 30), ("same-1.whl", 5)])
     host = found("/opt/sglang-router/wheelhouse/", [("b-2.whl", 7), ("same-1.whl", 5), ("stale-0.whl", 1)])
-    plan = rp.wheels(copy, controller, host)
+    plan = router_plan(copy, "wheels", controller, host)
     assert [f["src"] for f in plan["files"]] == ["/srv/wheels/a-1.whl", "/srv/wheels/b-2.whl", "/srv/wheels/sub/c-3.whl"]
     assert plan["files"][2]["dest"] == "/opt/sglang-router/wheelhouse/sub/c-3.whl"
     assert plan["dirs"] == [{"path": "/opt/sglang-router/wheelhouse"}, {"path": "/opt/sglang-router/wheelhouse/sub"}]
@@ -192,6 +192,8 @@ def test_only_the_wheels_the_host_lacks_are_copied():
     assert unchanged == {"files": [], "dirs": []}
     # a host without the directory: find skipped it (check mode) or found nothing
     assert len(rp.wheels(copy, controller, {"skipped": True})["files"]) == 4
+    with pytest.raises(AnsibleFilterError, match="router_pip_wheelhouse_src is not set"):
+        router_plan(settings(), "wheels", controller, host)
 
 
 def _router_parser():

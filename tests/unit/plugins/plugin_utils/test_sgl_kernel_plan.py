@@ -1,4 +1,4 @@
-"""The sgl_kernel role's plan (_sgl_kernel_plan.py, filter llmops.sglang.sgl_kernel): it reproduces what the role's Jinja
+"""The sgl_kernel role's plan (_sgl_kernel_plan.py, filter llmops.sglang.sgl_kernel_plan): it reproduces what the role's Jinja
 computed (fixtures rendered from it), decides each step as documented, and the role only wires values it returns."""
 
 import json
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.filter.sgl_kernel import sgl_kernel
+from ansible_collections.llmops.sglang.plugins.filter.sgl_kernel_plan import sgl_kernel_plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _sgl_kernel_plan as sk
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -44,8 +44,8 @@ def values_for(case, host=None, build_host="build1", check_mode=False, **registe
         "sgl_kernel_build", "sgl_kernel_runtime_probe"))
     v.update({
         "sgl_kernel_build_host": build_host,
-        "_sgl_kernel_run": {"host": host, "play_hosts": sorted({build_host, host}), "check_mode": check_mode},
-        "_sgl_kernel_probe_source": "print('probe')",
+        "_sgl_kernel_run": {"host": host, "play_hosts": sorted({build_host, host}), "check_mode": check_mode,
+                            "probe_source": "print('probe')"},
         "_sgl_kernel_runtime_probe": {"stdout": json.dumps(c["sgl_kernel_runtime_probe"])},
         "sgl_kernel_build": c["sgl_kernel_build"]})
     if host == build_host:
@@ -62,8 +62,9 @@ def jinja(case):
 
 
 def plan_of(values):
-    names = list(values)
-    return sgl_kernel(names, [values[n] for n in names])
+    """The role's one filter as its vars/main.yml calls it: the settings and the results by name, and the run."""
+    settings = dict((name, values[name]) for name in sk.SETTINGS if name in values)
+    return sgl_kernel_plan(settings, "plan", dict((name, values.get(name)) for name in sk.RESULTS), values["_sgl_kernel_run"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,8 +399,10 @@ def test_create_venv_and_smoke_test():
 
 
 def test_a_missing_build_result_is_named():
-    p = install_plan(sgl_kernel_build=None)
+    p = install_plan(sgl_kernel_build=False)
     assert p["build_result_error"].startswith("sgl_kernel: no build result from build1: its build failed or it was left out")
+    # not taken from the build host yet (the result is null until then): nothing to say
+    assert install_plan(sgl_kernel_build=None)["build_result_error"] is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,8 +433,8 @@ def test_a_missing_setting_or_a_bad_call_is_named():
     del v["sgl_kernel_build_dir"]
     with pytest.raises(AnsibleFilterError, match="sgl_kernel_build_dir is not set"):
         plan_of(v)
-    with pytest.raises(AnsibleFilterError, match="2 names but 1 values"):
-        sgl_kernel(["a", "b"], [1])
+    with pytest.raises(AnsibleFilterError, match="sgl_kernel_plan: the role hands over its settings, results and run as mappings"):
+        sgl_kernel_plan({}, "plan", {}, None)
     with pytest.raises(AnsibleFilterError, match="requirement 'torch===' is not one pip reads"):
         plan_of(values_for("a_defaults_130", sgl_kernel_build_requirements=["torch==="]))
 

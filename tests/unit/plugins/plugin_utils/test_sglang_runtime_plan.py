@@ -16,11 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.sglang.plugins.filter.runtime_checkpoint import runtime_checkpoint
-from ansible_collections.llmops.sglang.plugins.filter.runtime_copy import runtime_copy
-from ansible_collections.llmops.sglang.plugins.filter.runtime_hf_download import runtime_hf_download
-from ansible_collections.llmops.sglang.plugins.filter.runtime_pip import runtime_pip
-from ansible_collections.llmops.sglang.plugins.filter.runtime_record import runtime_record
+from ansible_collections.llmops.sglang.plugins.filter.sglang_runtime_plan import sglang_runtime_plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _sglang_runtime_plan
 from ansible_collections.llmops.sglang.plugins.module_utils._host_state import gather
 from ansible_collections.llmops.sglang.plugins.modules import checkpoint_info
@@ -41,6 +37,35 @@ def settings(**changes):
     values["sglang_runtime_checkpoint_hf_cli"] = DEFAULTS["sglang_runtime_venv"] + "/bin/hf"
     values.update({"sglang_runtime_" + k: v for k, v in changes.items()})
     return values
+
+
+def results(**named):
+    """The role's results as vars/main.yml hands them over: every name, null for what has not run."""
+    out = dict((name, None) for name in _sglang_runtime_plan.RESULTS)
+    out.update(("_sglang_runtime_" + k, v) for k, v in named.items())
+    return out
+
+
+# The role's one filter, phase by phase, with the results each phase reads.
+def runtime_pip(settings, state=None, listed_after=None):
+    return sglang_runtime_plan(settings, "pip", results(state=state, pip_list_after=listed_after))
+
+
+def runtime_checkpoint(settings, before=None, gate=None, dest=None):
+    return sglang_runtime_plan(settings, "checkpoint", results(before=before, gate=gate, dir=dest))
+
+
+def runtime_copy(settings, source_files, host_files=None, rsync=(None, None)):
+    return sglang_runtime_plan(settings, "copy", results(src=source_files, dest=host_files, rsync_ctl=rsync[0], rsync_host=rsync[1]))
+
+
+def runtime_hf_download(settings, job, sizes=None, started=None, final=None):
+    return sglang_runtime_plan(settings, "hf_download", results(hf_status=job, hf_sizes=sizes, hf_started=started, hf_final=final))
+
+
+def runtime_record(settings, pip, old_stamp=None, verified=None):
+    state = {"read": {settings["sglang_runtime_stamp_path"]: old_stamp}}
+    return sglang_runtime_plan(settings, "record", results(pip=pip, state=state, checkpoint={"verified": verified}))
 
 
 def listed(packages):
@@ -342,7 +367,7 @@ def test_copy_plan_on_the_real_lab_checkpoint_copies_only_the_damaged_files(tmp_
     assert plan["staged"]["bytes"] == 1024 and plan["method"] == "synchronize" and plan["copy_files"] == []
     assert plan["synchronize_files"][1]["label"] == "model-00003-of-00004.safetensors (512.00 Bytes): 2/2 files, 1.00 KB of 1.00 KB copied"
     # rsync missing on the host: auto falls back to copy, a forced synchronize fails naming both sides
-    assert runtime_copy(chosen, find(LAB), find(host), [{"rc": 0}, {"rc": 127}])["method"] == "copy"
+    assert runtime_copy(chosen, find(LAB), find(host), ({"rc": 0}, {"rc": 127}))["method"] == "copy"
     with pytest.raises(AnsibleFilterError, match=r"synchronize needs rsync on the controller \(found\) and on the host \(missing\)"):
         runtime_copy(dict(chosen, sglang_runtime_checkpoint_copy_method="synchronize"), find(LAB), find(host),
                      [{"rc": 0}, {"rc": 127}])
@@ -364,14 +389,14 @@ def test_a_controller_without_files_is_named():
 
 
 def test_a_failed_download_names_the_cause_and_a_timeout_names_the_limit():
-    plan = runtime_checkpoint(settings(checkpoint_source="hf", checkpoint_hf_revision=REV))
-    failed = runtime_hf_download({"finished": 0}, plan, final={"finished": 1, "rc": 3, "msg": "non-zero return code",
+    hub = settings(checkpoint_source="hf", checkpoint_hf_revision=REV)
+    failed = runtime_hf_download(hub, {"finished": 0}, final={"finished": 1, "rc": 3, "msg": "non-zero return code",
                                                                "stderr_lines": ["x"] * 20 + ["RevisionNotFoundError: 404"]})
     assert not failed["ok"] and "failed (rc 3)" in failed["message"] and failed["message"].endswith("RevisionNotFoundError: 404")
     assert failed["message"].count(" | ") == 14
-    timeout = runtime_hf_download({"finished": 0}, plan, final={"finished": 0})
+    timeout = runtime_hf_download(hub, {"finished": 0}, final={"finished": 0})
     assert not timeout["ok"] and "did not finish within 86400 s" in timeout["message"]
-    done = runtime_hf_download({"finished": 1, "rc": 0}, plan, final={"skipped": True})
+    done = runtime_hf_download(hub, {"finished": 1, "rc": 0}, final={"skipped": True})
     assert done["ok"] and done["finished"]
 
 
@@ -386,7 +411,7 @@ def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
     verified = run_checkpoint_info(LAB, capsys, {"gpu_count": 8, "gpus": [{"compute_capability": "12.0"}] * 8})
     pins = [{"name": "idna", "version": "3.10"}]
     quiet = _sglang_runtime_plan.pip_plan(settings(packages=pins), None, listed([{"name": "idna", "version": "3.10"}]))
-    record = runtime_record(quiet, settings(packages=pins), stamp({"installed_at": "2026-11-30T10:00:00Z"}), verified)
+    record = runtime_record(settings(packages=pins), quiet, stamp({"installed_at": "2026-11-30T10:00:00Z"}), verified)
     assert record["installed_at"] == "2026-11-30T10:00:00Z"
     assert record["pins"] == ["idna==3.10"] and record["python"] == "/opt/sglang/venv/bin/python"
     assert record["requirements"] == "/opt/sglang/venv/requirements.txt"
@@ -399,10 +424,10 @@ def test_the_record_keeps_installed_at_until_pip_installs_again(capsys):
     assert _sglang_runtime_plan.runtime_record(installed, settings(), stamp({"installed_at": "old"}), verified,
                                                now="2026-12-01T19:00:00Z")["installed_at"] == "2026-12-01T19:00:00Z"
     # no earlier stamp (slurp failed) or an unreadable one: no earlier install time, no traceback
-    assert runtime_record(quiet, settings(), {"failed": True, "msg": "file not found"}, verified)["installed_at"] is None
-    assert runtime_record(quiet, settings(), {"content": base64.b64encode(b"{not json").decode()}, verified)["installed_at"] is None
+    assert runtime_record(settings(), quiet, {"failed": True, "msg": "file not found"}, verified)["installed_at"] is None
+    assert runtime_record(settings(), quiet, {"content": base64.b64encode(b"{not json").decode()}, verified)["installed_at"] is None
     # the gate did not run (check mode while staging)
-    skipped = runtime_record(quiet, settings(), None, {"skipped": True})["checkpoint"]
+    skipped = runtime_record(settings(), quiet, None, {"skipped": True})["checkpoint"]
     assert skipped["verified"] is False and skipped["shards"] is None
 
 

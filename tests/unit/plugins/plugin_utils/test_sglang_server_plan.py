@@ -138,7 +138,15 @@ def test_a_missing_setting_is_a_clear_filter_error(inventory):
     settings = dict(inventory[0]["one"])
     del settings["sglang_server_port"]
     with pytest.raises(AnsibleFilterError, match="settings missing: sglang_server_port"):
-        sglang_server_plan(settings, "one", {}, {})
+        sglang_server_plan(settings, "plan", "one", {}, {})
+
+
+def test_the_outcome_is_a_phase_of_the_same_filter(inventory):
+    settings = inventory[0]["one"]
+    plan = sglang_server_plan(settings, "plan", "one", {"all": ["one"]}, {"one": {}}, ["one"])
+    assert sglang_server_plan(settings, "outcome", _results(), plan) == srv.outcome(_results(), plan)
+    with pytest.raises(AnsibleFilterError, match="unknown phase 'info': use one of plan, outcome"):
+        sglang_server_plan(settings, "info", _results(), plan)
 
 
 def test_vars_hand_over_exactly_the_settings_and_results_python_reads():

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import pathlib
 import re
@@ -26,7 +27,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audi
     build_rules,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._rules import required_literals
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _scan
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit, _scan
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records import ANSI_PATTERN
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._scan import PROBE_LIMIT_PER_MIB, LineScanner
 
 LOGS = "sglang-logs"
@@ -695,6 +697,77 @@ def test_literals_of_common_bytes_are_found_by_whole_searches(search, chunk, mon
         assert b"rror" in [key for key, dummy, dummy in scanner.searches]   # one search serves three literals
 
 
+def _every_line_candidates(self, block, start, end):
+    """The plain definition of the scan: each line whose head (max_line_bytes) holds every run of an alternative, as
+    written or with its ANSI codes removed, found by testing every line for every alternative."""
+    out, pos = [], start
+    while pos < end:
+        e = block.find(b"\n", pos, end)
+        e = end if e < 0 else e
+        head = block[pos:min(e, pos + self._max_line)]
+        clean = re.sub(ANSI_PATTERN.encode(), b"", head)
+        if any(all(r in head for r in runs) or all(r in clean for r in runs) for runs in self.alternatives):
+            out.append(pos)
+        pos = e + 1
+    return out
+
+
+def _bench_log(path, size):
+    """A log as tests/bench/bench_log_audit.py writes it (real startup blocks, 3% real lines, the rest decode and HTTP
+    lines), with a restart every MiB instead of every 30."""
+    spec = importlib.util.spec_from_file_location("bench_log_audit", FIXTURES.parent / "bench" / "bench_log_audit.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.RESTART_EVERY = 1 << 20
+    bench.write_log(path, size)
+    return path
+
+
+def _plain(audit, *args, **kwargs):
+    """An audit that tests every line for every literal and parses every handed-on line in full."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(LineScanner, "candidates", _every_line_candidates)
+        m.setattr(_log_audit, "indented_bare", lambda text: False)
+        return json.loads(json.dumps(audit(*args, **kwargs)))
+
+
+# indented lines of a traceback that are no plain frame: a glued record, an access line, a progress bar with a record
+# after its carriage return, colour codes, a header, Python's default format
+TRICKY_TRACEBACK = (
+    b"[2026-12-03 19:55:34 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    b'  File "/x/scheduler.py", line 10, in run\n'
+    b"    self.step()[2026-12-03 19:55:35 TP1] Load weight begin. avail mem=93.10 GB\n"
+    b'    INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 200 OK\n'
+    b"    progress 10%\r[2026-12-03 19:55:36 TP2] KV Cache is allocated. #tokens: 10, K size: 1.00 GB, V size: 1.00 GB\n"
+    b"  \x1b[31mcolored frame\x1b[0m\n"
+    b"  see Traceback (most recent call last) above\n"
+    b"    INFO:sglang:not a record\n"
+    b"\n"
+    b"RuntimeError: boom\n")
+
+
+# the default plan; every literal found by whole searches: finds, or regular expressions of a shared byte
+PLANS = {"default": {}, "finds": {"PROBE_LIMIT_PER_MIB": -1, "REGEX_PASS_COST": 10 ** 6},
+         "regexes": {"PROBE_LIMIT_PER_MIB": -1, "FIND_PASS_COST": 10 ** 6}}
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_fast_paths_equal_the_plain_parse(plan, fixtures_dir, tmp_path, monkeypatch):
+    # the scan plan (rare bytes probed per line, whole searches) and the frame shortcut change nothing against testing
+    # every line for every literal and parsing every handed-on line in full: facts, findings, evidence lines, stats
+    logs = sorted((fixtures_dir / "real-sglang").glob("*.log")) + sorted((fixtures_dir / LOGS).glob("*.log"))
+    inputs = [(path, data) for path in logs for data in (path.read_bytes(), _with_noise(path.read_bytes(), every=5))]
+    inputs += [("tricky traceback", TRICKY_TRACEBACK), ("tricky traceback in a log", logs[0].read_bytes() + TRICKY_TRACEBACK * 3)]
+    bench = _bench_log(tmp_path / "bench.log", 6 << 20)
+    plain = [_plain(audit_bytes, data) for dummy, data in inputs] + [_plain(audit_path, str(bench))]
+    for name, value in PLANS[plan].items():
+        monkeypatch.setattr(_scan, name, value)
+    fast = [audit_bytes(data) for dummy, data in inputs] + [audit_path(str(bench))]
+    assert len(logs) > 20 and plain[-1]["stats"]["inspected_lines"] > 1000 and plain[-1]["findings"]
+    for (name, dummy), a, b in zip(inputs + [(bench, None)], fast, plain):
+        assert json.loads(json.dumps(a)) == b, name
+
+
 # ----------------------------------------------------------------------------------------------
 # Property tests: arbitrary and damaged input never raises
 
@@ -757,6 +830,13 @@ def test_damaged_logs_never_raise_and_chunking_is_invisible(data, chunk):
     for i in range(0, len(data), chunk):
         auditor.feed(data[i:i + chunk])
     assert _comparable(auditor.finish()) == _comparable(whole)
+
+
+@PROPERTY
+@given(damaged_logs())
+def test_fast_paths_equal_the_plain_parse_on_damaged_logs(data):
+    # glued records, carriage returns, ANSI codes and indented client lines inside tracebacks: still the full parse
+    assert json.loads(json.dumps(audit_bytes(data, max_line_bytes=16384))) == _plain(audit_bytes, data, max_line_bytes=16384)
 
 
 @PROPERTY

@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Private to this collection's roles and plugins: runs on the controller only, not an API; it may change in
+# any release without notice.
+"""What the gpu_preflight role writes and shows around the rules of _gpu_preflight_rules.py: where the smoke test is
+built, the host's stamp, the controller's report, the verdict for set_stats and the messages.
+
+The role hands over its settings by name (SETTINGS, held equal to the role's _gpu_preflight_setting_names by a test)
+through the filter llmops.sglang.gpu_preflight_plan, one phase of PHASES at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+
+from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, _coerce, evaluate
+
+PREFIX = "gpu_preflight_"
+# Role setting (gpu_preflight_<name>) -> expectation of evaluate().
+EXPECTATIONS = (
+    ("gpu_count", "gpu_count"),
+    ("compute_capability", "compute_capability"),
+    ("driver_min_branch", "driver_min_branch"),
+    ("cuda_toolkit_min", "cuda_toolkit_min"),
+    ("require_toolkit", "require_toolkit"),
+    ("toolkit_archs", "toolkit_archs"),
+    ("kernel_module", "kernel_module"),
+    ("mig_allowed", "mig_allowed"),
+    ("persistence_mode", "persistence_mode"),
+    ("mem_fraction_static", "min_free_fraction"),
+    ("require_ecc", "require_ecc"),
+)
+# Every setting the phases read.
+SETTINGS = tuple(PREFIX + name for name, _key in EXPECTATIONS) + tuple(
+    PREFIX + name for name in ("waivers", "smoke_test", "stamp_path", "report_dir"))
+SMOKE_DIR = "/var/cache/llmops-sglang/gpu-smoke"
+
+
+def _settings(settings):
+    if not isinstance(settings, dict):
+        raise PreflightError("settings must map gpu_preflight_* variables to their values, got %s" % type(settings).__name__)
+    missing = [name for name in SETTINGS if name not in settings]
+    if missing:
+        raise PreflightError("settings missing: %s (the role's _gpu_preflight_setting_names lists them)" % ", ".join(missing))
+    return settings
+
+
+def expectations(settings):
+    """evaluate()'s expectations from the role's settings ({gpu_preflight_NAME: value})."""
+    settings = _settings(settings)
+    return dict((key, settings[PREFIX + name]) for name, key in EXPECTATIONS)
+
+
+def smoke_binary(settings, gpu_info, toolkit, source):
+    """Where the role builds the CUDA smoke test, or None when it does not run (off, nvidia-smi failed, no nvcc).
+
+    The name carries a hash of the source and the GPUs' compute capabilities: nvcc -arch=native builds for the GPUs
+    present, so new GPUs or a new source build a new binary.
+    """
+    settings = _settings(settings)
+    if not (_coerce(settings[PREFIX + "smoke_test"]) is True and (gpu_info or {}).get("ok") and (toolkit or {}).get("installed")):
+        return None
+    caps = ",".join(str(g.get("compute_capability")) for g in gpu_info.get("gpus") or [] if isinstance(g, dict))
+    return "%s/gpu_smoke-%s" % (SMOKE_DIR, hashlib.sha1((str(source) + caps).encode("utf-8")).hexdigest())
+
+
+def report(settings, gpu_info, toolkit, smoke=None, host=None):
+    """Everything the gpu_preflight role writes and shows, from its facts and settings.
+
+    Returns {result (evaluate's), stamp (the host's machine-readable verdict), report (the controller's JSON report:
+    facts and verdicts, no run metadata, so a rerun changes nothing), stats ({host: verdict} for the end-of-play table),
+    passed_message, failed_message}.
+    """
+    result = evaluate(gpu_info, toolkit, expectations(settings), settings[PREFIX + "waivers"], smoke=smoke)
+    gi = gpu_info
+    tk = toolkit or {}
+    gpus = gi.get("gpus") or []
+    failed = [item["rule"] for item in result["failed"]]
+    return {
+        "result": result,
+        "stamp_dir": posixpath.dirname(str(settings[PREFIX + "stamp_path"])),
+        "report_dir": "%s/%s" % (settings[PREFIX + "report_dir"], host),
+        "stamp": {"passed": result["passed"], "failed_rules": failed, "waived_rules": [w["rule"] for w in result["waived"]],
+                  "gpus": [g.get("uuid") for g in gpus if isinstance(g, dict)], "driver_version": gi.get("driver_version"),
+                  "cuda_toolkit": tk.get("release")},
+        "report": {"host": host, "result": result, "gpus": gpus, "failure": gi.get("failure"),
+                   "driver_version": gi.get("driver_version"), "cuda_driver_version": gi.get("cuda_driver_version"),
+                   "kernel_module": gi.get("kernel_module"), "topology": gi.get("topology"), "cuda_toolkit": tk.get("release"),
+                   "nvcc": tk.get("nvcc")},
+        "stats": {host: "passed" if result["passed"] else "failed: " + ",".join(failed)},
+        "passed_message": "GPU preflight passed (%d checks, %d warnings, %d waived)"
+                          % (len(result["checks"]), len(result["warnings"]), len(result["waived"])),
+        "failed_message": "GPU preflight failed on %s:\n%s" % (host, result["table"]),
+    }
+
+
+# The filter's phases: each takes the settings first, then the phase's inputs.
+PHASES = {"smoke": smoke_binary, "report": report}
+ERRORS = (PreflightError,)
