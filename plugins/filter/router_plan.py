@@ -62,6 +62,9 @@ _value:
     unit_path:
       description: The systemd unit file.
       type: str
+    verify_command:
+      description: The C(validate) command that checks the new unit with C(systemd-analyze verify) under its real name.
+      type: str
     worker_urls:
       description: One URL per host of the worker group (its bind address, else C(ansible_host), else its name), then
         C(router_worker_urls_extra), each once.

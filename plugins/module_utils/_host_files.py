@@ -8,7 +8,8 @@ Pure Python (stdlib only). ``install(directories, files, check, run)`` creates e
 mode, and writes each file whose content differs atomically (temporary file with owner and mode set, the validate
 command on it, then a rename), or only fixes owner and mode when the content is right. Reading a file to compare is
 bounded by the new content's size. On an unchanged host nothing is written and the result says so, per path, so a
-role can skip the rest of its work in the same run.
+role can skip the rest of its work in the same run. The diff shows, per path that changes, the state, owner, group and
+mode before and after (a created directory too) and the old and new text of a file (never a secret file's).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import shlex
 import stat
 
 from ansible_collections.llmops.sglang.plugins.module_utils._files import file_mode, holds, write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 
 # A diff shows text up to this size; larger or binary content is summarised.
 DIFF_LIMIT = 256 * 1024
@@ -29,9 +31,33 @@ DEFAULTS = {"directory": {"owner": "root", "group": "root", "mode": "0755"},
 
 
 def entry_spec(kind, **more):
-    """The argument spec of one directory or file entry (host_files installs them, host_state compares them)."""
+    """The argument spec of one directory or file entry."""
     return dict({k: {"type": "raw" if k == "mode" else "str", "default": v} for k, v in DEFAULTS[kind].items()},
                 path={"type": "path", "required": True}, **more)
+
+
+def argument_spec():
+    """The options directories and files, one spec for host_files (which installs them) and host_state (which compares
+    them in check mode): a role gives both modules the same entries."""
+    files = entry_spec("file", content={"type": "str"}, secret_content={"type": "str", "no_log": True}, validate={"type": "str"})
+    return {"directories": {"type": "list", "elements": "dict", "default": [], "options": entry_spec("directory")},
+            "files": {"type": "list", "elements": "dict", "default": [], "options": files,
+                      "mutually_exclusive": [["content", "secret_content"]], "required_one_of": [["content", "secret_content"]]}}
+
+
+def secret_safe(module_class):
+    """AnsibleModule writes a list option to the host's journal as its repr, where a multi-line secret_content no
+    longer matches its no_log value (the newlines are escaped) and would be logged whole: this subclass of
+    module_class (host_files' and host_state's) writes the invocation line from the options with every no_log value
+    masked in the structure first. (A function, so that a tool that swaps AnsibleModule to read the argument spec
+    still sees the call.)"""
+
+    class Module(module_class):
+        def _log_invocation(self):
+            params = redact(self.params, secrets=sorted(self.no_log_values))
+            self.log("Invoked with %s" % " ".join("%s=%s" % item for item in sorted(params.items())), log_args=params)
+
+    return Module
 
 
 class HostFilesError(Exception):
@@ -71,19 +97,50 @@ def _checked(entry, kind):
 
 
 def _differs(path, ids, mode, isdir):
-    """What differs at path: [] when nothing, else some of 'missing', 'type', 'content', 'owner', 'mode'."""
+    """(what differs at path, its lstat or None): [] when nothing, else some of 'missing', 'type', 'content', 'owner',
+    'mode'."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return ["missing"]
+        return ["missing"], None
     if isdir != stat.S_ISDIR(st.st_mode) or (not isdir and not stat.S_ISREG(st.st_mode)):
-        return ["type"]
+        return ["type"], st
     found = []
     if ids is None or (st.st_uid, st.st_gid) != ids:
         found.append("owner")
     if stat.S_IMODE(st.st_mode) != mode:
         found.append("mode")
-    return found
+    return found, st
+
+
+def account_name(lookup, number):
+    """The name pwd.getpwuid or grp.getgrgid gives for number, else the number as text (an id without an account)."""
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
+def _state(st):
+    if st is None:
+        return "absent"
+    return {stat.S_IFDIR: "directory", stat.S_IFREG: "file", stat.S_IFLNK: "link"}.get(stat.S_IFMT(st.st_mode), "other")
+
+
+def _attributes_diff(entry, kind, st, differs):
+    """Before and after of what differs besides the content, as ansible.builtin.file shows it: the state when the path
+    is created or replaced (with the new owner, group and mode), else the owner and group, or the mode, that change."""
+    path, after_mode = entry["path"], "%04o" % entry["mode"]
+    before, after = {"path": path}, {"path": path}
+    if "missing" in differs or "type" in differs:
+        before["state"], after["state"] = _state(st), kind
+        after.update(owner=entry["owner"], group=entry["group"], mode=after_mode)
+    if "owner" in differs:
+        before.update(owner=account_name(pwd.getpwuid, st.st_uid), group=account_name(grp.getgrgid, st.st_gid))
+        after.update(owner=entry["owner"], group=entry["group"])
+    if "mode" in differs:
+        before["mode"], after["mode"] = "%04o" % stat.S_IMODE(st.st_mode), after_mode
+    return {"before_header": path, "after_header": path, "before": before, "after": after}
 
 
 def _text(data):
@@ -92,12 +149,18 @@ def _text(data):
     return data.decode("utf-8", "replace")
 
 
-def _diff(path, data):
-    try:
-        with open(path, "rb") as f:
-            before = f.read(DIFF_LIMIT + 1)
-    except OSError:
-        before = b""
+def _diff(path, data, st):
+    """The old and new text; the old only from a regular file (a symlink in its place is not followed)."""
+    before = b""
+    if st is not None and stat.S_ISREG(st.st_mode):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            fd = None
+        if fd is not None:
+            with os.fdopen(fd, "rb") as f:
+                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    before = f.read(DIFF_LIMIT + 1)
     return {"before_header": path, "after_header": path, "before": _text(before), "after": _text(data)}
 
 
@@ -126,9 +189,11 @@ def install(directories, files, check=False, run=None):
     try:
         for entry in directories:
             path, ids = entry["path"], _ids(entry, check)
-            differs = _differs(path, ids, entry["mode"], True)
+            differs, st = _differs(path, ids, entry["mode"], True)
             if "type" in differs:
                 raise HostFilesError("%s exists and is not a directory: move it away" % path)
+            if differs:
+                diffs.append(_attributes_diff(entry, "directory", st, differs))
             if differs and not check:
                 os.makedirs(path, mode=0o755, exist_ok=True)
                 os.chown(path, *ids)
@@ -140,14 +205,16 @@ def install(directories, files, check=False, run=None):
             if not isinstance(text, str):
                 raise HostFilesError("%s: give its text as content (or secret_content)" % path)
             data = text.encode("utf-8", "surrogateescape")
-            differs = _differs(path, ids, entry["mode"], False)
+            differs, st = _differs(path, ids, entry["mode"], False)
             if "type" in differs and os.path.isdir(path):
                 raise HostFilesError("%s is a directory: move it away" % path)
             if "missing" not in differs and "type" not in differs and not holds(path, data):
                 differs.insert(0, "content")
             rewrite = bool({"missing", "type", "content"} & set(differs))
             if rewrite and not secret:
-                diffs.append(_diff(path, data))
+                diffs.append(_diff(path, data, st))
+            if set(differs) - {"content"}:
+                diffs.append(_attributes_diff(entry, "file", st, differs))
             if differs and not check:
                 if rewrite:
                     validate = entry.get("validate")

@@ -1,10 +1,12 @@
-# -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-# SPDX-License-Identifier: GPL-3.0-or-later
 """What a role would change on a host, read in one module run (llmops.sglang.host_state): service accounts, Debian
 packages, paths, small files, read-only commands, and directories and files compared as llmops.sglang.host_files
 compares them. It changes nothing, so a role can skip its writes, as one include, when nothing differs.
+
+What it compares it reads with the arguments the role's writes get (one YAML anchor for both): an account as
+ansible.builtin.group and ansible.builtin.user would change it (GROUP_ARGS, USER_ARGS) and its home as host_files
+would, packages as ansible.builtin.apt would install them (APT_ARGS), directories and files as host_files would
+write them (its own code, in check mode). Only the arguments it compares are accepted, so an argument added to a write
+fails the read until it is compared here too, rather than never reaching a host where nothing else differs.
 
 Pure Python (stdlib only). Every read is bounded: files by ``read_limit`` bytes, commands in time and output.
 """
@@ -17,10 +19,19 @@ import os
 import pwd
 import stat
 
-from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, file_mode, read_regular
-from ansible_collections.llmops.sglang.plugins.module_utils._host_files import install
+from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, read_regular
+from ansible_collections.llmops.sglang.plugins.module_utils._host_files import account_name, install
 from ansible_collections.llmops.sglang.plugins.module_utils._process import run_bounded
 
+# The arguments of ansible.builtin.group, ansible.builtin.user and ansible.builtin.apt that host_state compares, with
+# those modules' own defaults: the argument specs of its options accounts[].group, accounts[].user and apt.
+PRESENT = {"type": "str", "choices": ["present"], "default": "present"}
+GROUP_ARGS = {"name": {"type": "str", "required": True}, "system": {"type": "bool", "default": False}, "state": PRESENT}
+USER_ARGS = {"name": {"type": "str", "required": True}, "group": {"type": "str"}, "groups": {"type": "list", "elements": "str"},
+             "append": {"type": "bool", "default": False}, "system": {"type": "bool", "default": False},
+             "shell": {"type": "str"}, "home": {"type": "path"}, "create_home": {"type": "bool", "default": True},
+             "comment": {"type": "str"}, "state": PRESENT}
+APT_ARGS = {"name": {"type": "list", "elements": "str", "required": True}, "state": PRESENT}
 READ_LIMIT = 1024 * 1024
 MAX_READ_LIMIT = 64 * 1024 * 1024
 MAX_TIMEOUT = 24 * 3600
@@ -38,40 +49,55 @@ def _group(name):
         return None
 
 
+def _member(user, name):
+    """Whether user is in group name (its primary group counts)."""
+    group = _group(name)
+    return group is not None and (user.pw_name in group.gr_mem or group.gr_gid == user.pw_gid)
+
+
+def _groups_differ(user, wanted, append):
+    """Whether ansible.builtin.user would change the supplementary groups: with append, a group it is not in; without,
+    any other set than wanted."""
+    if wanted is None:
+        return False
+    if append:
+        return not all(_member(user, name) for name in wanted)
+    current = {g.gr_name for g in grp.getgrall() if user.pw_name in g.gr_mem and g.gr_gid != user.pw_gid}
+    primary = {name for name in wanted if getattr(_group(name), "gr_gid", None) == user.pw_gid}
+    return current != set(wanted) - primary
+
+
 def account_drift(account):
-    """What ansible.builtin.group, ansible.builtin.user (append, create_home) and the home directory's owner and mode
-    would change for this account: [] when nothing, else some of 'group', 'user', 'primary_group', 'groups', 'shell',
-    'home', 'comment', 'home_dir'."""
-    group = _group(account["group"])
-    if group is None:
+    """What the account's writes would change, from the arguments they get: account["group"] for ansible.builtin.group,
+    account["user"] for ansible.builtin.user and account["home"] (optional) for host_files' directories. [] when
+    nothing, else some of 'group', 'user', 'primary_group', 'groups', 'shell', 'home', 'comment', 'home_dir'. An
+    existing account is never made a system one (system, as in those modules, counts only when they create it)."""
+    group_args, user_args, home = account["group"], account["user"], account.get("home")
+    if _group(group_args["name"]) is None:
         return ["group"]
     try:
-        user = pwd.getpwnam(account["user"])
+        user = pwd.getpwnam(user_args["name"])
     except KeyError:
         return ["user"]
     found = []
-    if user.pw_gid != group.gr_gid:
+    primary = user_args.get("group")
+    if primary is not None and (_group(primary) is None or _group(primary).gr_gid != user.pw_gid):
         found.append("primary_group")
-    for name in account.get("groups") or []:
-        member = _group(name)
-        if member is None or (account["user"] not in member.gr_mem and member.gr_gid != user.pw_gid):
-            found.append("groups")
-            break
+    if _groups_differ(user, user_args.get("groups"), user_args.get("append")):
+        found.append("groups")
     for key, field in (("shell", "pw_shell"), ("home", "pw_dir"), ("comment", "pw_gecos")):
-        if account.get(key) is not None and getattr(user, field) != account[key]:
+        if user_args.get(key) is not None and getattr(user, field) != user_args[key]:
             found.append(key)
-    try:
-        st = os.lstat(account.get("home") or user.pw_dir)
-    except FileNotFoundError:
-        st = None
-    if (st is None or not stat.S_ISDIR(st.st_mode) or (st.st_uid, st.st_gid) != (user.pw_uid, group.gr_gid)
-            or stat.S_IMODE(st.st_mode) != file_mode(account.get("home_mode") or "0750")):
+    # the user module creates a missing home of an existing user (create_home defaults to true)
+    missing_home = user_args.get("create_home", True) and not os.path.exists(user_args.get("home") or user.pw_dir)
+    if missing_home or (home is not None and install([home], [], check=True)["changed"]):
         found.append("home_dir")
     return found
 
 
 def missing_packages(names, timeout=60):
-    """The Debian packages of names that dpkg does not list as installed (all of them where dpkg-query is missing)."""
+    """The Debian packages of names that dpkg does not list as installed (all of them where dpkg-query is missing):
+    what ansible.builtin.apt with state present would install."""
     if not names:
         return []
     rc, out, _err, _timed_out, _not_found = run_bounded(
@@ -90,16 +116,9 @@ def stat_path(path):
         st = os.stat(path)
     except (OSError, ValueError):   # ValueError: a NUL byte in the path
         return {"exists": False}
-    owner, group = _name(pwd.getpwuid, st.st_uid), _name(grp.getgrgid, st.st_gid)
+    owner, group = account_name(pwd.getpwuid, st.st_uid), account_name(grp.getgrgid, st.st_gid)
     return {"exists": True, "isdir": stat.S_ISDIR(st.st_mode), "isreg": stat.S_ISREG(st.st_mode),
             "owner": owner, "group": group, "mode": "%04o" % stat.S_IMODE(st.st_mode)}
-
-
-def _name(lookup, number):
-    try:
-        return lookup(number)[0]
-    except KeyError:
-        return str(number)
 
 
 def read_file(path, limit):
@@ -126,9 +145,10 @@ def run_command(command):
     return {"rc": rc, "stdout": out, "stderr": err[-4000:], "timed_out": timed_out, "not_found": not_found}
 
 
-def gather(accounts=None, packages=None, paths=None, read=None, commands=None, directories=None, files=None,
+def gather(accounts=None, apt=None, paths=None, read=None, commands=None, directories=None, files=None,
            read_limit=READ_LIMIT):
-    """Everything asked for, keyed as the module returns it. Accounts and commands are keyed by user and name."""
+    """Everything asked for, keyed as the module returns it. Accounts and commands are keyed by user and name; apt is
+    ansible.builtin.apt's arguments (name, state)."""
     if not isinstance(read_limit, int) or not 0 < read_limit <= MAX_READ_LIMIT:
         raise HostStateError("read_limit %r must be between 1 and %d bytes" % (read_limit, MAX_READ_LIMIT))
     names = [c.get("name") for c in commands or []]
@@ -141,8 +161,8 @@ def gather(accounts=None, packages=None, paths=None, read=None, commands=None, d
         if not isinstance(timeout, int) or not 0 < timeout <= MAX_TIMEOUT:
             raise HostStateError("command %s: timeout %r must be between 1 and %d seconds" % (command["name"], timeout, MAX_TIMEOUT))
     return {
-        "accounts": {a["user"]: {"drift": account_drift(a)} for a in accounts or []},
-        "packages_missing": missing_packages(packages or []),
+        "accounts": {a["user"]["name"]: {"drift": account_drift(a)} for a in accounts or []},
+        "packages_missing": missing_packages((apt or {}).get("name") or []),
         "stat": {p: stat_path(p) for p in paths or []},
         "read": {p: read_file(p, read_limit) for p in read or []},
         "commands": {c["name"]: run_command(c) for c in commands or []},

@@ -2,7 +2,8 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The one reader of ``systemctl show``, and how the collection runs systemd's tools (systemctl, journalctl).
+"""The one reader of ``systemctl show``, how the collection runs systemd's tools (systemctl, journalctl), and the one
+check of a unit file before it is installed (``verify_command``, a host_files validate command).
 
 ``show(unit, properties)`` asks for named properties (``--property=A,B -- UNIT``, always with ``LoadState``) and
 returns them as a dict; a unit systemd does not know, a host without systemd or a missing systemctl is a
@@ -12,6 +13,8 @@ host (Python 3.9+).
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_OUTPUT_BYTES, run_bounded
 
@@ -19,6 +22,12 @@ from ansible_collections.llmops.sglang.plugins.module_utils._process import MAX_
 SHOW_TIMEOUT = 60
 # What systemd says when PID 1 is not systemd (a container or chroot without it), and a D-Bus that is not there.
 _NO_SYSTEMD = ("System has not been booted with systemd", "Failed to connect to bus")
+# systemd-analyze reads a unit's name from its file's name, so the new file (host_files' temporary file) is copied under
+# the real name into a private directory first; its output goes to stderr, where the validate failure quotes it.
+_VERIFY = ("/bin/sh -c 'd=$(mktemp -d) && cp \"$1\" \"$d/{0}\" && out=$(systemd-analyze verify --man=no \"$d/{0}\" 2>&1);"
+           " rc=$?; rm -rf \"$d\"; [ -n \"$out\" ] && echo \"$out\" >&2; [ $rc -eq 0 ] {1}' verify %s")
+# A unit file's name as the command above can carry it (systemd's own characters, without the backslash).
+_UNIT_FILE_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+\.(service|socket|timer|target|path|mount)$")
 # A unit's state as the readiness wait and the clean stop read it.
 SHOW_PROPERTIES = (
     "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
@@ -34,6 +43,16 @@ def check_unit_name(unit):
     """Raise SystemdError unless unit reads as one unit name for systemctl (not empty, not an option, no whitespace)."""
     if not unit or unit.startswith("-") or any(c.isspace() for c in unit):
         raise SystemdError("unit %r is not a unit name; give a name like sglang-qwen.service" % (unit,))
+
+
+def verify_command(unit_file_name, strict):
+    """The validate command (``%s`` for the new file) that runs ``systemd-analyze verify`` on a unit named
+    unit_file_name (``sglang-qwen.service``): it fails on systemd-analyze's exit status, and with strict on any
+    warning too (an unknown key, a missing executable). ValueError when the name is not a unit file's name."""
+    if not isinstance(unit_file_name, str) or not _UNIT_FILE_NAME.match(unit_file_name):
+        raise ValueError("%r is not a unit file name such as sglang-router.service (letters, digits, ':', '_', '.', '@', "
+                         "'-' and a unit type suffix)" % (unit_file_name,))
+    return _VERIFY.format(unit_file_name, '&& [ -z "$out" ]' if strict else "")
 
 
 def run(argv, timeout=None):

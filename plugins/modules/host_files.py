@@ -35,42 +35,10 @@ attributes:
   diff_mode:
     support: full
     details:
-      - Shows the old and new text of each file whose content changes, except files given as O(files[].secret_content).
-options:
-  files:
-    description: Files, each with exactly one of O(files[].content) and O(files[].secret_content).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path. Its directory must exist or be listed in O(directories).
-        type: path
-        required: true
-      content:
-        description: The file's text. Render a template with the C(ansible.builtin.template) lookup first.
-        type: str
-      secret_content:
-        description:
-          - The file's text when it holds a secret. Never shown in a diff, a result or the module's log.
-        type: str
-      owner:
-        description: Owner.
-        type: str
-        default: root
-      group:
-        description: Group.
-        type: str
-        default: root
-      mode:
-        description: Mode, as an octal string.
-        type: raw
-        default: "0644"
-      validate:
-        description:
-          - Command run on the new content before it is installed, with C(%s) for the temporary file's path (split
-            like a shell would, not run by one). A non-zero exit fails the task and installs nothing.
-        type: str
+      - Shows, for each directory and file that changes, its state, owner, group and mode before and after (a
+        directory or file created, replaced or whose owner or mode is fixed), and the old and new text of each file
+        whose content changes, except files given as O(files[].secret_content) (their state, owner and mode are
+        shown, never their text).
 notes:
   - Pass secrets only as O(files[].secret_content).
 seealso:
@@ -86,7 +54,10 @@ EXAMPLES = r"""
     files:
       - path: /etc/systemd/system/sglang-qwen.service
         content: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') }}"
-        validate: systemd-analyze verify %s
+        # systemd-analyze takes the unit's name from the file's: it checks a copy under the real name
+        validate: >-
+          /bin/sh -c 'd=$(mktemp -d) && cp "$1" "$d/sglang-qwen.service" && systemd-analyze verify "$d/sglang-qwen.service";
+          rc=$?; rm -rf "$d"; exit $rc' verify %s
       - path: /etc/sglang/sglang-qwen.env
         secret_content: "{{ lookup('ansible.builtin.template', 'sglang.env.j2') }}"
         mode: "0600"
@@ -113,33 +84,12 @@ paths:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, entry_spec, install
-from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
-
-
-def _secret_safe(module_class):
-    """AnsibleModule writes a list option to the host's journal as its repr, where a multi-line secret_content no
-    longer matches its no_log value (the newlines are escaped) and would be logged whole: this subclass writes the
-    invocation line from the options with every no_log value masked in the structure first. (A function, so that a
-    tool that swaps AnsibleModule to read the argument spec still sees the call.)"""
-
-    class Module(module_class):
-        def _log_invocation(self):
-            params = redact(self.params, secrets=sorted(self.no_log_values))
-            self.log("Invoked with %s" % " ".join("%s=%s" % item for item in sorted(params.items())), log_args=params)
-
-    return Module
+from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, argument_spec, install, secret_safe
 
 
 def main():
-    module = _secret_safe(AnsibleModule)(
-        argument_spec={
-            "directories": {"type": "list", "elements": "dict", "default": [], "options": entry_spec("directory")},
-            "files": {"type": "list", "elements": "dict", "default": [], "options": entry_spec(
-                "file", content={"type": "str"}, secret_content={"type": "str", "no_log": True}, validate={"type": "str"}),
-                "mutually_exclusive": [["content", "secret_content"]],
-                "required_one_of": [["content", "secret_content"]]},
-        },
+    module = secret_safe(AnsibleModule)(
+        argument_spec=argument_spec(),
         supports_check_mode=True,
     )
     try:

@@ -14,6 +14,11 @@ version_added: 0.1.0
 description:
   - Reads service accounts, Debian packages, paths, small files and the output of read-only commands, and compares
     directories and files as M(llmops.sglang.host_files) does in check mode. Changes nothing.
+  - What it compares it reads with the arguments the role's writes get (one YAML anchor for both tasks); an account
+    with those of M(ansible.builtin.group) and M(ansible.builtin.user) and its home with a
+    M(llmops.sglang.host_files) directory entry, packages with those of M(ansible.builtin.apt), directories and files
+    with those of M(llmops.sglang.host_files). It accepts only the arguments it compares, so an argument added to a
+    write fails the read until it is compared here too, instead of never reaching a host where nothing else differs.
   - One module run where a C(getent), C(stat), C(slurp), C(command) and check-mode task take one each, so a role
     can read its whole state first and skip its writes, as one include, when nothing differs.
   - Every read is bounded, files by O(read_limit) bytes, commands in time and output (16 MiB).
@@ -33,43 +38,113 @@ attributes:
 options:
   accounts:
     description:
-      - Service accounts; RV(accounts) says per user what M(ansible.builtin.group), M(ansible.builtin.user) (with
-        C(append) and C(create_home)) and the home directory's owner and mode would change.
+      - Service accounts, each as its writes get it; RV(accounts) says per user what they would change.
     type: list
     elements: dict
     default: []
     suboptions:
-      user:
-        description: User name.
-        type: str
-        required: true
       group:
-        description: Primary group.
-        type: str
+        description:
+          - The arguments of the M(ansible.builtin.group) task that creates the account's group. Compared C(name)
+            (the group exists); C(system) counts only when the group is created, as in that module.
+        type: dict
         required: true
-      groups:
-        description: Supplementary groups the user must be in (others are kept).
+        suboptions:
+          name:
+            description: Group name.
+            type: str
+            required: true
+          system:
+            description: A system group (when it is created).
+            type: bool
+            default: false
+          state:
+            description: Only V(present).
+            type: str
+            choices: [present]
+            default: present
+      user:
+        description:
+          - The arguments of the M(ansible.builtin.user) task that creates the user, with that module's defaults.
+            C(system) counts only when the user is created, as in that module.
+        type: dict
+        required: true
+        suboptions:
+          name:
+            description: User name.
+            type: str
+            required: true
+          group:
+            description: Primary group.
+            type: str
+          groups:
+            description: Supplementary groups.
+            type: list
+            elements: str
+          append:
+            description: Only add O(accounts[].user.groups), keep the others.
+            type: bool
+            default: false
+          system:
+            description: A system user (when it is created).
+            type: bool
+            default: false
+          shell:
+            description: Login shell.
+            type: str
+          home:
+            description: Home directory.
+            type: path
+          create_home:
+            description: Create the home directory when it is missing (also for an existing user).
+            type: bool
+            default: true
+          comment:
+            description: The account's comment (GECOS).
+            type: str
+          state:
+            description: Only V(present).
+            type: str
+            choices: [present]
+            default: present
+      home:
+        description:
+          - The home directory's entry of the M(llmops.sglang.host_files) task that fixes its owner and mode (one
+            element of its O(directories)); compared by that module's own code.
+        type: dict
+        suboptions:
+          path:
+            description: Absolute path.
+            type: path
+            required: true
+          owner:
+            description: Owner.
+            type: str
+            default: root
+          group:
+            description: Group.
+            type: str
+            default: root
+          mode:
+            description: Mode, as an octal string.
+            type: raw
+            default: "0755"
+  apt:
+    description:
+      - The arguments of the M(ansible.builtin.apt) task that installs packages; RV(packages_missing) lists those
+        C(dpkg-query) does not show as installed.
+    type: dict
+    suboptions:
+      name:
+        description: Debian package names.
         type: list
         elements: str
-        default: []
-      home:
-        description: Home directory.
-        type: path
-      shell:
-        description: Login shell.
+        required: true
+      state:
+        description: Only V(present).
         type: str
-      comment:
-        description: The account's comment (GECOS).
-        type: str
-      home_mode:
-        description: Mode of the home directory, owned by O(accounts[].user) and O(accounts[].group).
-        type: raw
-        default: "0750"
-  packages:
-    description: Debian package names; RV(packages_missing) lists those C(dpkg-query) does not show as installed.
-    type: list
-    elements: str
-    default: []
+        choices: [present]
+        default: present
   paths:
     description: Paths to stat (symlinks followed).
     type: list
@@ -103,58 +178,49 @@ options:
         description: Seconds it may take; past that it is killed and RV(commands) says C(timed_out).
         type: int
         default: 60
-  files:
-    description: Files to compare, as M(llmops.sglang.host_files) would write them.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path:
-        description: Absolute path.
-        type: path
-        required: true
-      content:
-        description: The text the file should hold.
-        type: str
-        required: true
-      owner:
-        description: Owner.
-        type: str
-        default: root
-      group:
-        description: Group.
-        type: str
-        default: root
-      mode:
-        description: Mode, as an octal string.
-        type: raw
-        default: "0644"
 seealso:
   - module: llmops.sglang.host_files
 """
 
 EXAMPLES = r"""
-- name: Read the runtime's state (one module run)
+- name: Read the account as its writes would change it (one module run)
   llmops.sglang.host_state:
     accounts:
-      - user: sglang
-        group: sglang
-        home: /var/lib/sglang
-        shell: /usr/sbin/nologin
-    packages: [python3-venv]
+      - group: &group
+          name: sglang
+          system: true
+        user: &user
+          name: sglang
+          group: sglang
+          system: true
+          shell: /usr/sbin/nologin
+          home: /var/lib/sglang
+        home: &home
+          path: /var/lib/sglang
+          owner: sglang
+          group: sglang
+          mode: "0750"
+    apt: &apt
+      name: [python3-venv]
     paths: [/opt/sglang/wheelhouse]
     read: [/var/lib/llmops-sglang/runtime.json]
     commands:
       - name: pip_list
         argv: [/opt/sglang/venv/bin/python, -m, pip, list, --format=json]
-    files:
-      - path: /opt/sglang/venv/requirements.txt
-        content: "{{ lookup('ansible.builtin.template', 'requirements.txt.j2') }}"
-  register: runtime_state
+  register: sglang_state
 
-- name: Apply only what differs
-  ansible.builtin.include_tasks: apply.yml
-  when: runtime_state.packages_missing or runtime_state.files | dict2items | selectattr('value.changed') | list
+- name: Write only what differs, with the same arguments
+  when: sglang_state.accounts.sglang.drift or sglang_state.packages_missing
+  block:
+    - name: Create the group
+      ansible.builtin.group: *group
+    - name: Create the user
+      ansible.builtin.user: *user
+    - name: Keep the home private
+      llmops.sglang.host_files:
+        directories: [*home]
+    - name: Install the packages
+      ansible.builtin.apt: *apt
 """
 
 RETURN = r"""
@@ -165,7 +231,7 @@ accounts:
   type: dict
   sample: {"sglang": {"drift": []}}
 packages_missing:
-  description: The packages of O(packages) not installed.
+  description: The packages of O(apt.name) not installed.
   returned: always
   type: list
   elements: str
@@ -197,34 +263,34 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, entry_spec
-from ansible_collections.llmops.sglang.plugins.module_utils._host_state import READ_LIMIT, HostStateError, gather
+from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, argument_spec, entry_spec, secret_safe
+from ansible_collections.llmops.sglang.plugins.module_utils._host_state import (
+    APT_ARGS, GROUP_ARGS, READ_LIMIT, USER_ARGS, HostStateError, gather)
 
 LIST = {"type": "list", "default": []}
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "accounts": dict(LIST, elements="dict", options={
-                "user": {"type": "str", "required": True}, "group": {"type": "str", "required": True},
-                "groups": {"type": "list", "elements": "str", "default": []}, "home": {"type": "path"},
-                "shell": {"type": "str"}, "comment": {"type": "str"}, "home_mode": {"type": "raw", "default": "0750"}}),
-            "packages": dict(LIST, elements="str"),
-            "paths": dict(LIST, elements="path"),
-            "read": dict(LIST, elements="path"),
-            "read_limit": {"type": "int", "default": READ_LIMIT},
-            "commands": dict(LIST, elements="dict", options={
+    module = secret_safe(AnsibleModule)(
+        argument_spec=dict(
+            argument_spec(),
+            accounts=dict(LIST, elements="dict", options={
+                "group": {"type": "dict", "required": True, "options": GROUP_ARGS},
+                "user": {"type": "dict", "required": True, "options": USER_ARGS},
+                "home": {"type": "dict", "options": entry_spec("directory")}}),
+            apt={"type": "dict", "options": APT_ARGS},
+            paths=dict(LIST, elements="path"),
+            read=dict(LIST, elements="path"),
+            read_limit={"type": "int", "default": READ_LIMIT},
+            commands=dict(LIST, elements="dict", options={
                 "name": {"type": "str", "required": True}, "argv": {"type": "list", "elements": "str", "required": True},
                 "timeout": {"type": "int", "default": 60}}),
-            "directories": dict(LIST, elements="dict", options=entry_spec("directory")),
-            "files": dict(LIST, elements="dict", options=entry_spec("file", content={"type": "str", "required": True})),
-        },
+        ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        result = gather(p["accounts"], p["packages"], p["paths"], p["read"], p["commands"], p["directories"], p["files"],
+        result = gather(p["accounts"], p["apt"], p["paths"], p["read"], p["commands"], p["directories"], p["files"],
                         p["read_limit"])
     except (HostStateError, HostFilesError) as exc:
         module.fail_json(msg=str(exc))

@@ -20,6 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._files import unsync
 from ansible_collections.llmops.sglang.plugins.module_utils._http import OptionError, check_api_key, is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import index_options
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_flag
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import verify_command
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import to_int as _int
 
@@ -213,11 +214,16 @@ def plan(settings, hostvars, hosts, me):
         start, unwritable = exec_start([python, launcher] + args), []
     except ExecSyntaxError as exc:
         start, unwritable = None, ["A router argument cannot go into the unit's ExecStart=: %s (check router_extra_args)." % exc]
+    try:
+        verify = verify_command(_text(s["router_service_name"]) + ".service", strict=False)
+    except ValueError as exc:
+        verify, unwritable = None, unwritable + ["router_service_name: %s; set a unit name without .service." % exc]
     return {
         "dir": venv_dir,
         "launcher": launcher,
         "env_file": _text(s["router_config_dir"]) + "/router.env",
         "unit_path": "/etc/systemd/system/%s.service" % s["router_service_name"],
+        "verify_command": verify,
         "worker_urls": workers,
         "loopback_workers": loopback,
         "cli_args": args,

@@ -23,8 +23,9 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import WILDCARDS, OptionError, check_api_key, is_loopback, local_url, worker_url
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import is_secret_name
-from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line, environment_value
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int, to_float as _float, truthy as _bool
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import verify_command
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import ExecSyntaxError, command_line, environment_value
 
 P = "sglang_server_"
 LAUNCHER = "/usr/local/lib/llmops-sglang/launch_sglang.py"
@@ -60,9 +61,6 @@ ROLE_SECRET_ENV = {"SGLANG_API_KEY": P + "api_key", "HF_TOKEN": P + "hf_token"}
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 # Single-quoted in the EnvironmentFile: these characters would break out of the quotes.
 _UNQUOTABLE = re.compile(r"['\\\n\r]")
-# Checks the rendered unit before it is installed: systemd-analyze needs the real file name.
-_VERIFY = ("/bin/sh -c 'd=$(mktemp -d) && cp \"$1\" \"$d/{0}\" && out=$(systemd-analyze verify --man=no \"$d/{0}\" 2>&1);"
-           " rc=$?; rm -rf \"$d\"; [ -n \"$out\" ] && echo \"$out\" >&2; [ $rc -eq 0 ] {1}' verify %s")
 
 
 class PlanError(ValueError):
@@ -277,6 +275,14 @@ def _node_problems(s, nodes, play_batch):
                 s[P + "tp_size"], nodes["nnodes"], ", ".join(missing) or "none", nodes["dist_init_addr"])]
 
 
+def _verify(service, strict):
+    """systemd-analyze's check of the new unit (_systemd's one command); None for a name _unit_problems refuses."""
+    try:
+        return verify_command(service, _bool(strict))
+    except ValueError:
+        return None
+
+
 def plan(settings, host, groups, hostvars, play_batch=None):
     """Everything the role derives, as one dict (see the module's docstring)."""
     missing = [name for name in SETTINGS if name not in settings]
@@ -294,7 +300,6 @@ def plan(settings, host, groups, hostvars, play_batch=None):
     local = local_url(s[P + "host"], s[P + "port"])
     self_host = _get(_get(hostvars, host, {}), "ansible_host") or host
     files = [(unit_file, "0644", False), (conf + ".argv.json", "0644", False), (conf + ".env", "0600", True)]
-    strict = '&& [ -z "$out" ]' if _bool(s[P + "verify_strict"]) else ""
     try:
         start, unwritable = exec_start(exe, args), []
     except ExecSyntaxError as exc:
@@ -319,7 +324,7 @@ def plan(settings, host, groups, hostvars, play_batch=None):
         "host_is_loopback": is_loopback(s[P + "host"]), "local_url": local, "health_url": local + str(s[P + "ready_path"]),
         "worker_url": worker_url(s[P + "host"], s[P + "port"], self_host),
         "router_urls": router_urls(s, host, groups, hostvars),
-        "verify_command": _VERIFY.format(service, strict), "ready_path": s[P + "ready_path"],
+        "verify_command": _verify(service, s[P + "verify_strict"]), "ready_path": s[P + "ready_path"],
         "ready_timeout": s[P + "ready_timeout"], "security_max_exposure": s[P + "security_max_exposure"],
         "problems": problems(s, nodes, env, extra_managed, play_batch) + unwritable,
     }

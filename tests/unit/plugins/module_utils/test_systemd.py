@@ -2,15 +2,20 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The one ``systemctl show`` reader, on real systemd 252 answers (tests/fixtures/tool-outputs/systemctl-show)."""
+"""The one ``systemctl show`` reader, on real systemd 252 answers (tests/fixtures/tool-outputs/systemctl-show), and the
+one check of a unit before host_files installs it (the real systemd-analyze on host_files' real temporary file)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import stat
+import subprocess
 
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _systemd
+from ansible_collections.llmops.sglang.plugins.module_utils._host_files import HostFilesError, install
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import shown_commands
 
 READINESS = ("LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID", "ExecMainCode",
@@ -105,3 +110,39 @@ def test_real_runner_reads_a_stand_in(tmp_path, sample):
 def test_parse_show_keeps_values_with_equals_signs():
     assert _systemd.parse_show("ActiveState=active\nExecStart={ path=/x ; argv[]=/x a=b }\nnoise\n") == {
         "ActiveState": "active", "ExecStart": "{ path=/x ; argv[]=/x a=b }"}
+
+
+def _run(argv):
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_a_unit_is_verified_under_its_own_name_before_host_files_installs_it(tmp_path):
+    unit = tmp_path / "sglang-router.service"
+    good = "[Service]\nExecStart=/bin/true\n"
+
+    def write(text, strict):
+        files = [{"path": str(unit), "content": text, "owner": "root", "group": "root", "mode": "0644",
+                  "validate": _systemd.verify_command(unit.name, strict)}]
+        return install([], files, run=_run)
+
+    # host_files' temporary file (.sglang-router.service.XXXX) is no unit name: systemd-analyze refuses it as it is
+    plain = [{"path": str(unit), "content": good, "owner": "root", "group": "root", "mode": "0644",
+              "validate": "systemd-analyze verify --man=no %s"}]
+    with pytest.raises(HostFilesError, match="Failed to prepare filename"):
+        install([], plain, run=_run)
+    assert write(good, strict=True)["paths"][str(unit)]["differs"] == ["missing"] and unit.read_text() == good
+    with pytest.raises(HostFilesError, match="failed its validation .*nor an absolute path: relative"):
+        write("[Service]\nExecStart=relative/sglang-router\n", strict=False)
+    warned = good + "NoSuchKey=1\n"
+    with pytest.raises(HostFilesError, match=r"Unknown key .NoSuchKey. in section \[Service\]"):
+        write(warned, strict=True)
+    assert unit.read_text() == good and os.listdir(tmp_path) == [unit.name]
+    assert write(warned, strict=False)["paths"][str(unit)]["differs"] == ["content"] and unit.read_text() == warned
+
+
+@pytest.mark.parametrize("name", ["sglang-router", "a b.service", "x'.service", "x\\y.service", "", None])
+def test_a_name_the_verify_command_cannot_carry_is_refused(name):
+    with pytest.raises(ValueError, match="is not a unit file name"):
+        _systemd.verify_command(name, strict=False)

@@ -1,7 +1,9 @@
 """host_files: a role's directories and files compared and installed in one module run, on a real filesystem."""
 
+import grp
 import json
 import os
+import pwd
 import stat
 
 import pytest
@@ -162,3 +164,53 @@ def test_a_failed_validation_of_a_secret_file_does_not_repeat_what_the_validator
     result = run(args, capsys)
     assert result["failed"] is True and "rc 3" in result["msg"] and "output not shown" in result["msg"]
     assert "sk-7f3a9c" not in json.dumps(result) and not env.exists()
+
+
+def _other_account():
+    """A user and a group of this machine other than the running user's own (check mode compares, never chowns)."""
+    user = next(p.pw_name for p in pwd.getpwall() if p.pw_uid != os.getuid())
+    group = next(g.gr_name for g in grp.getgrall() if g.gr_gid != os.getgid())
+    return user, group
+
+
+def test_the_diff_shows_created_paths_and_owner_and_mode_before_and_after_but_never_a_secret_text(tmp_path, capsys):
+    conf = tmp_path / "etc" / "sglang"
+    unit, env = str(conf / "sglang.service"), str(conf / "sglang.env")
+    me, my_group = pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+    first = run(dict(layout(tmp_path), directories=[{"path": str(conf), "owner": me, "group": my_group}]), capsys, diff=True)
+    created = {(d["before_header"], json.dumps(d["before"], sort_keys=True)): d["after"] for d in first["diff"]}
+    assert created[(str(conf), json.dumps({"path": str(conf), "state": "absent"}))] == {
+        "path": str(conf), "state": "directory", "owner": me, "group": my_group, "mode": "0755"}
+    assert created[(env, json.dumps({"path": env, "state": "absent"}))] == {
+        "path": env, "state": "file", "owner": "root", "group": "root", "mode": "0600"}
+    assert {"before_header": unit, "after_header": unit, "before": "", "after": "valid unit\n"} in first["diff"]
+    assert SECRET not in json.dumps(first) and "sk-7f3a9c" not in json.dumps(first)
+
+    os.chmod(env, 0o644)
+    os.chmod(conf, 0o700)
+    user, group = _other_account()
+    args = layout(tmp_path)
+    args["files"][0].update(owner=user, group=group)
+    result = run(args, capsys, check_mode=True, diff=True)
+    assert result["paths"][unit]["differs"] == ["owner"] and result["paths"][env]["differs"] == ["mode"]
+    assert result["diff"] == [
+        {"before_header": str(conf), "after_header": str(conf), "before": {"path": str(conf), "mode": "0700"},
+         "after": {"path": str(conf), "mode": "0755"}},
+        {"before_header": unit, "after_header": unit, "before": {"path": unit, "owner": me, "group": my_group},
+         "after": {"path": unit, "owner": user, "group": group}},
+        {"before_header": env, "after_header": env, "before": {"path": env, "mode": "0644"},
+         "after": {"path": env, "mode": "0600"}},
+    ]
+    assert "diff" not in run(args, capsys, check_mode=True)
+
+
+def test_a_symlink_in_place_of_a_file_is_shown_as_a_link_and_its_target_is_never_read(tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_text("SECRET OF ANOTHER FILE\n")
+    link = tmp_path / "unit"
+    os.symlink(outside, link)
+    files = [{"path": str(link), "content": "new\n", "owner": "root", "group": "root", "mode": "0644"}]
+    diff = install([], files, check=True)["diff"]
+    assert diff[0] == {"before_header": str(link), "after_header": str(link), "before": "", "after": "new\n"}
+    assert diff[1]["before"] == {"path": str(link), "state": "link"} and diff[1]["after"]["state"] == "file"
+    assert "ANOTHER" not in json.dumps(diff)

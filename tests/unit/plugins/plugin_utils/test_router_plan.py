@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.filter.router_plan import router_plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _router_plan as rp
 from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._systemd import verify_command
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd_exec import unit_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -88,6 +89,13 @@ def test_exec_start_keeps_every_word_literal_for_systemd():
     assert '"/var/log/50%% $$HOME \\\\n"' in p["exec_start"]
     refused = plan(router_extra_args=["--log-dir", "/var/log\nExecStartPre=/bin/sh"])
     assert refused["exec_start"] is None and "cannot go into the unit's ExecStart=" in refused["problems"][-1]
+
+
+def test_the_unit_is_verified_under_its_own_name_and_a_name_that_cannot_be_is_refused():
+    assert plan()["verify_command"] == verify_command("sglang-router.service", strict=False)
+    assert plan(router_service_name="llm-router")["unit_path"] == "/etc/systemd/system/llm-router.service"
+    refused = plan(router_service_name="llm router")
+    assert refused["verify_command"] is None and refused["problems"][-1].startswith("router_service_name: 'llm router.service' is not")
 
 
 @pytest.mark.parametrize("changes, source", [
