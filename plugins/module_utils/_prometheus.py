@@ -118,4 +118,3 @@ def parse_prometheus(text, prefix=METRIC_PREFIX, max_samples=MAX_METRIC_SAMPLES)
         metrics.setdefault(name, []).append({"labels": labels, "value": value})
     return {"metrics": metrics, "samples": samples, "kept": kept, "malformed_lines": malformed,
             "malformed_examples": bad_lines, "truncated": truncated}
-

@@ -44,6 +44,7 @@ ERROR_CLASSES = ("bad_url", "refused", "unreachable", "tls", "timeout", "unautho
 # Connection-level failures: the other endpoints of the same server would fail the same way.
 SHARED_FAILURES = ("bad_url", "refused", "unreachable", "tls")
 
+
 class ServerInfoError(ValueError):
     """Bad options (not a bad server answer); the message says what to fix."""
 

@@ -76,7 +76,7 @@ def wired(request, tmp_path_factory):
     hosts = {h: dict(ROLE_DEFAULTS, **v, ansible_connection="local", ansible_python_interpreter=sys.executable)
              for h, v in HOSTS.items()}
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts},
-                                                                          "pair": {"hosts": {"ipv6": {}, "wildcard6": {}}}}}}))
+                                                                            "pair": {"hosts": {"ipv6": {}, "wildcard6": {}}}}}}))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.yml"),

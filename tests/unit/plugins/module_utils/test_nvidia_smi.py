@@ -322,7 +322,7 @@ def test_collect_from_real_h200_outputs(h200, tmp_path):
     tool.write_text("")
     tool.chmod(0o755)
     result = probe.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
-                         driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
+                           driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
     assert result["ok"] is True and result["gpu_count"] == 2
     assert result["topology"]["pairs"] == [{"a": 0, "b": 1, "link": "NV18"}]
     assert [g["cpu_affinity"] for g in result["gpus"]] == ["0-31", "0-31"]
@@ -339,7 +339,7 @@ def test_collect_err_in_the_table_is_a_lost_gpu(h200, tmp_path):
     tool.write_text("")
     tool.chmod(0o755)
     result = probe.collect(nvidia_smi=str(tool), runner=runner, sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
-                         driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
+                           driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "no-lspci"))
     assert result["ok"] is False and result["failure"]["class"] == "gpu_lost"
     assert "ERR!" in result["failure"]["message"]
 
@@ -381,7 +381,7 @@ def test_kernel_files_are_read_bounded(tmp_path):
     (tmp_path / "proc" / "cmdline").write_text("iommu=pt " * 10000)
     with pytest.raises(probe.GpuInfoError, match="procfs_root: .*/proc/cmdline holds .* point procfs_root at the right place"):
         probe.collect(nvidia_smi=str(tmp_path / "none"), sysfs_root=str(tmp_path), procfs_root=str(tmp_path),
-                    driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "none"))
+                      driver_version_file=str(tmp_path / "none"), lspci=str(tmp_path / "none"))
 
 
 @pytest.mark.parametrize("parse,line", [
@@ -402,5 +402,5 @@ def test_a_nul_byte_in_a_path_is_unreadable_not_a_crash(tmp_path):
     rc, out, err, timed_out, not_found = run_bounded([str(tmp_path) + "/nvidia-smi\0"], 5)
     assert (rc, not_found) == (127, True) and "null" in err
     result = probe.collect(nvidia_smi=str(tmp_path / "n\0"), sysfs_root="\0", procfs_root="\0", driver_version_file="\0",
-                         lspci=str(tmp_path / "l\0"))
+                           lspci=str(tmp_path / "l\0"))
     assert result["failure"]["class"] == "not_installed"

@@ -59,7 +59,7 @@ def lab_facts(profile):
             env = dict(os.environ, PATH="%s:%s:%s" % (rootfs / "usr/local/sbin", rootfs / "usr/bin", os.environ.get("PATH", "")),
                        LLMOPS_GPU_PROFILE_DIR=str(dest))
             _FACTS[profile] = probe.collect(timeout=5, sysfs_root=str(dest / "root"), procfs_root=str(dest / "root"),
-                                          driver_version_file=str(dest / "proc-driver-nvidia-version"), env=env)
+                                            driver_version_file=str(dest / "proc-driver-nvidia-version"), env=env)
         finally:
             shutil.rmtree(str(rootfs), ignore_errors=True)
     return copy.deepcopy(_FACTS[profile])

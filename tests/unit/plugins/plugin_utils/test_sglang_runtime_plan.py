@@ -391,7 +391,7 @@ def test_a_controller_without_files_is_named():
 def test_a_failed_download_names_the_cause_and_a_timeout_names_the_limit():
     hub = settings(checkpoint_source="hf", checkpoint_hf_revision=REV)
     failed = runtime_hf_download(hub, {"finished": 0}, final={"finished": 1, "rc": 3, "msg": "non-zero return code",
-                                                               "stderr_lines": ["x"] * 20 + ["RevisionNotFoundError: 404"]})
+                                                              "stderr_lines": ["x"] * 20 + ["RevisionNotFoundError: 404"]})
     assert not failed["ok"] and "failed (rc 3)" in failed["message"] and failed["message"].endswith("RevisionNotFoundError: 404")
     assert failed["message"].count(" | ") == 14
     timeout = runtime_hf_download(hub, {"finished": 0}, final={"finished": 0})
