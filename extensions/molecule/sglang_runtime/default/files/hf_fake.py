@@ -66,7 +66,8 @@ def main():
             continue
         tmp = os.path.join(partial, name + ".incomplete")
         shutil.copyfile(os.path.join(SOURCE, name), tmp)
-        time.sleep(1.5)
+        # Slow enough that the role reports progress at least twice even on a loaded lab (a poll is four tasks).
+        time.sleep(3)
         os.replace(tmp, target)
     print(args.local_dir)
     return 0
