@@ -27,8 +27,10 @@ import time
 
 # Seconds without growth after which a download counts as stalled (the role's default).
 DEFAULT_STALL_TIMEOUT = 600
-# What the CLI printed that is kept for the message (it prints little with progress bars off).
+# What the CLI printed that is kept for the message (it prints little with progress bars off), and what it may print
+# in all before it is stopped (its output waits in temporary files).
 OUTPUT_BYTES = 64 * 1024
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 # Files and directories looked at per sample: a checkpoint has a few hundred.
 MAX_ENTRIES = 100000
 # Seconds a stopped CLI has to exit on SIGTERM before the group is killed.
@@ -137,6 +139,12 @@ def run_download(argv, local_dir, env, stall_timeout=DEFAULT_STALL_TIMEOUT, samp
                     break
                 except subprocess.TimeoutExpired:
                     pass
+                printed = os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size
+                if printed > MAX_OUTPUT_BYTES:
+                    _stop(proc)
+                    result["msg"] = ("%s printed more than %d bytes and was stopped: that is not the hub CLI (set its path, "
+                                     "hf in the runtime venv)" % (argv[0], MAX_OUTPUT_BYTES))
+                    break
                 size = dir_bytes(local_dir)
                 idle = watch.see(clock(), size)
                 if idle is not None:

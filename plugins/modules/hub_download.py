@@ -32,7 +32,7 @@ attributes:
     support: none
 options:
   cli:
-    description: The hub CLI (C(hf) in the runtime venv).
+    description: The hub CLI (C(hf) in the runtime venv), an absolute path. It may print at most 16 MiB.
     type: path
     required: true
   repo:
@@ -142,6 +142,8 @@ def main():
         supports_check_mode=False,
     )
     p = module.params
+    if not os.path.isabs(p["cli"]):
+        module.fail_json(msg="cli must be an absolute path (the hf CLI in the runtime venv), got %r" % p["cli"])
     for name, low in (("max_workers", 1), ("stall_timeout", 0)):
         if p[name] < low:
             module.fail_json(msg="%s must be at least %d, got %d" % (name, low, p[name]))

@@ -18,13 +18,17 @@ from ansible_collections.llmops.sglang.plugins.modules import hub_download
 
 # A stand-in hub CLI: `download REPO --revision R --local-dir DIR --max-workers N` in one of four modes (the revision):
 # slow (a partial file grows 64 KiB every 0.2 s, then is moved in place), hang (one partial chunk, then nothing),
-# stubborn (hang, ignoring SIGTERM), fail (exit 3 with the hub's error). It records its argv, pid and HF_TOKEN.
+# stubborn (hang, ignoring SIGTERM), fail (exit 3 with the hub's error), loud (1 MiB on stdout, then nothing). It records its argv, pid and HF_TOKEN.
 FAKE_CLI = r'''
 import json, os, signal, sys, time
 argv = sys.argv[1:]
 mode, local_dir = argv[argv.index("--revision") + 1], argv[argv.index("--local-dir") + 1]
 with open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "record.json"), "w") as f:
     json.dump({"argv": sys.argv, "pid": os.getpid(), "token": os.environ.get("HF_TOKEN")}, f)
+if mode == "loud":
+    sys.stdout.write("x" * (1 << 20))
+    sys.stdout.flush()
+    time.sleep(120)
 if mode == "fail":
     sys.stderr.write("RevisionNotFoundError: 404 Client Error. Revision Not Found\n")
     sys.exit(3)
@@ -144,6 +148,15 @@ def test_a_failing_cli_reports_its_rc_and_stderr(cli, tmp_path):
     assert res["stderr_lines"] == ["RevisionNotFoundError: 404 Client Error. Revision Not Found"]
 
 
+def test_a_cli_that_floods_its_output_is_stopped(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(_hub_download, "MAX_OUTPUT_BYTES", 65536)
+    res = run_download(argv(cli, "loud", tmp_path / "ckpt"), str(tmp_path / "ckpt"), dict(os.environ), stall_timeout=0,
+                       sample_every=0.1)
+    assert res["rc"] is None and not res["stalled"] and "printed more than 65536 bytes and was stopped" in res["msg"]
+    assert sum(len(line) for line in res["stdout_lines"]) <= _hub_download.OUTPUT_BYTES
+    assert not alive(json.loads((tmp_path / "record.json").read_text())["pid"])
+
+
 def test_a_missing_cli_is_named(tmp_path):
     res = run_download([str(tmp_path / "nope"), "download"], str(tmp_path), dict(os.environ))
     assert res["rc"] is None and "cannot run %s (No such file or directory)" % (tmp_path / "nope") in res["msg"]
@@ -176,6 +189,7 @@ def test_the_module_gives_the_token_only_in_the_environment_and_fails_a_stall(cl
 
 
 @pytest.mark.parametrize("option,value,message", [
+    ("cli", "hf", "cli must be an absolute path (the hf CLI in the runtime venv), got 'hf'"),
     ("stall_timeout", -1, "stall_timeout must be at least 0, got -1"),
     ("max_workers", 0, "max_workers must be at least 1, got 0"),
     ("sample_interval", 0, "sample_interval must be seconds in (0, 3600], got 0.0"),
