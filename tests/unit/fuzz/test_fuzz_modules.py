@@ -48,7 +48,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = {
     "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info, "cmake_cuda_plan": cmake_cuda_plan,
     "cuda_binary_info": cuda_binary_info, "cuda_toolkit_info": cuda_toolkit_info, "gpu_info": gpu_info,
-    "host_files": host_files, "host_state": host_state, "hub_download": hub_download, "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
+    "host_files": host_files, "host_state": host_state, "hub_download": hub_download, "kv_cache_budget": kv_cache_budget,
+    "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
     "router_probe": router_probe, "router_worker": router_worker,
     "server_info": server_info, "sglang_args_check": sglang_args_check, "sglang_service_stop": sglang_service_stop,
     "sglang_wait_ready": sglang_wait_ready,
