@@ -226,6 +226,8 @@ def _pem(path, what):
             return os.fstat(handle.fileno()), handle.read(MAX_PEM_BYTES + 1)
     except NotRegularFile as exc:
         raise OptionError("%s %s is %s: give the PEM file itself" % (what, path, exc.kind))
+    except ValueError:  # a NUL byte
+        raise OptionError("%s %r is not a path: give the PEM file's path" % (what, path))
     except OSError as exc:
         raise OptionError("%s %s cannot be read (%s): give a PEM file the user running the module can read"
                           % (what, path, _reason_text(exc)))

@@ -181,9 +181,10 @@ def test_an_encrypted_key_is_refused_naming_the_fix(pki, tmp_path):
     (dict(client_key="KEY"), "client_key is set without client_cert"),
     (dict(ca_path="MISSING"), "ca_path .*missing.pem cannot be read \\(No such file or directory\\)"),
     (dict(ca_path="DIR"), "ca_path .* is a directory: give the PEM file itself"),
+    (dict(ca_path="NUL"), "ca_path 'a\\\\x00b' is not a path"),
 ])
 def test_option_errors_name_the_fix(pki, tmp_path, options, message):
-    paths = {"KEY": pki.client_key, "MISSING": str(tmp_path / "missing.pem"), "DIR": str(tmp_path)}
+    paths = {"KEY": pki.client_key, "MISSING": str(tmp_path / "missing.pem"), "DIR": str(tmp_path), "NUL": "a\x00b"}
     with pytest.raises(_http.OptionError, match=message):
         _http.tls_settings(**dict((k, paths[v]) for k, v in options.items()))
 
