@@ -431,7 +431,9 @@ def hf_download(job, plan, sizes=None, started=None, final=None, now=None):
     result = final if isinstance(final, dict) and not final.get("skipped") else job
     finished = _bool(result.get("finished", False), "download job's finished")
     lines = (sizes or {}).get("stdout_lines") or []
-    state = "done" if _bool(job.get("finished", False), "download job's finished") else "downloading"
+    state = "downloading"
+    if _bool(job.get("finished", False), "download job's finished"):
+        state = "stalled" if job.get("stalled") else "done"
     elapsed = int(time.time() if now is None else now) - int(started or 0)
     if not finished:
         why = "did not finish within %s s" % hf["timeout"]

@@ -404,6 +404,8 @@ def test_a_failed_download_names_the_cause_and_a_timeout_names_the_limit():
                                                                "msg": "no progress for 600 s (stall_timeout 600): ...",
                                                                "stderr_lines": []})
     assert not stalled["ok"] and " stalled:\nno progress for 600 s" in stalled["message"]
+    line = runtime_hf_download(hub, {"finished": 1, "rc": None, "stalled": True}, {"stdout_lines": ["65536"]}, started=0)
+    assert " stalled: 64.00 KB in " in line["progress"]
 
 
 # ---- the record --------------------------------------------------------------------------------------------------
