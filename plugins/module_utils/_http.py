@@ -9,23 +9,30 @@
   that names the fix. ``host_url`` builds the URL of a host and port (IPv6 in brackets).
 * ``describe_failure`` turns what a request raised (``HTTPError``, ``URLError``, a socket error, bad HTTP) into
   ``(class, message, HTTP status)``; the message says what to do.
+* ``tls_settings`` checks a module's TLS options (``TLS_ARGUMENT_SPEC``: ``validate_certs``, ``ca_path``,
+  ``client_cert``, ``client_key``) before any request: files that exist, a private key readable by its owner only
+  (never by every user), no passphrase. Ansible's own URL layer (``ansible.module_utils.urls.make_context``) builds
+  the TLS context from them, as it does for ``uri`` and ``get_url``; the transport stays this module's own, because
+  ``urls.Request`` has no deadline for the whole request (a socket timeout restarts at every byte).
 * ``open_url`` sends one request (API key as ``Authorization: Bearer``, no redirects, no proxy for loopback,
-  TLS settings) and returns an ``Answer`` whose reads are bounded in bytes and time: ``read`` for a whole body,
+  a ``Tls``) and returns an ``Answer`` whose reads are bounded in bytes and time: ``read`` for a whole body,
   ``lines`` for a stream of server-sent events. ``request`` is both for a plain call. Every failure is a
   ``FetchError`` classified by ``describe_failure``. One deadline covers the whole request: connecting, the TLS
   handshake, sending, the status line, headers, chunked framing and the body each get only what is left of it (a
   socket timeout alone restarts at every byte received, so an answer trickled a byte at a time never timed out).
 
-Standard library only, Python 3.9+.
+Standard library and ``ansible.module_utils`` only, Python 3.9+.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import http.client
 import io
 import ipaddress
 import json
+import os
 import socket
 import ssl
 import time
@@ -33,6 +40,8 @@ from urllib import error as urlerror
 from urllib import parse as urlparse
 from urllib import request as urlrequest
 
+from ansible.module_utils.urls import make_context
+from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, open_regular
 from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact_text
 
 EXAMPLE_URL = "http://127.0.0.1:30000"
@@ -189,6 +198,100 @@ def worker_url(bind, port, fallback, scheme="http"):
 
 
 # ---------------------------------------------------------------------------------------------
+# TLS
+
+# The TLS options of every module that talks to a server (doc fragment llmops.sglang.http_client).
+TLS_ARGUMENT_SPEC = dict(
+    validate_certs=dict(type="bool", default=True),
+    ca_path=dict(type="path"),
+    client_cert=dict(type="path"),
+    client_key=dict(type="path", no_log=False),
+)
+# A PEM certificate or key file is a few KiB; a bundle of every public CA about 200 KiB.
+MAX_PEM_BYTES = 1024 * 1024
+
+
+class Tls(collections.namedtuple("Tls", "validate_certs ca_path client_cert client_key")):
+    """How https:// requests verify the server (against ca_path, else the system's CAs) and which client certificate
+    they present; build it with tls_settings."""
+
+
+DEFAULT_TLS = Tls(True, None, None, None)
+
+
+def _pem(path, what):
+    """(the open file's stat, at most MAX_PEM_BYTES of it) of a regular file option; OptionError naming the fix."""
+    try:
+        with open_regular(path) as handle:
+            return os.fstat(handle.fileno()), handle.read(MAX_PEM_BYTES + 1)
+    except NotRegularFile as exc:
+        raise OptionError("%s %s is %s: give the PEM file itself" % (what, path, exc.kind))
+    except ValueError:  # a NUL byte
+        raise OptionError("%s %r is not a path: give the PEM file's path" % (what, path))
+    except OSError as exc:
+        raise OptionError("%s %s cannot be read (%s): give a PEM file the user running the module can read"
+                          % (what, path, _reason_text(exc)))
+
+
+def _check_private_key(path, what):
+    """OptionError unless the file at path holds an unencrypted private key that other users cannot read."""
+    st, text = _pem(path, what)
+    if b"PRIVATE KEY-----" not in text:
+        if what == "client_cert":
+            raise OptionError("client_cert %s holds no private key: set client_key to the key's file" % path)
+        raise OptionError("client_key %s holds no PEM private key (-----BEGIN ... PRIVATE KEY-----)" % path)
+    if st.st_mode & 0o004:
+        raise OptionError("%s %s is readable by every user (mode %04o): it holds a private key; chmod o-rwx it "
+                          "(0600, or 0640 for a group)" % (what, path, st.st_mode & 0o7777))
+    if b"ENCRYPTED" in text:
+        raise OptionError("%s %s holds an encrypted private key: Ansible's URL layer takes no passphrase; give the key "
+                          "unencrypted (openssl pkey -in KEY -out KEY.plain), readable by its owner only" % (what, path))
+
+
+def tls_settings(validate_certs=True, ca_path=None, client_cert=None, client_key=None):
+    """A Tls of a module's options, each file checked (never its contents shown): ca_path a readable file, client_key
+    (or client_cert, when it also holds the key) not readable by every user and not encrypted; OptionError otherwise."""
+    if client_key and not client_cert:
+        raise OptionError("client_key is set without client_cert: set client_cert to the certificate the key belongs to")
+    if ca_path:
+        _pem(ca_path, "ca_path")
+    if client_cert:
+        _pem(client_cert, "client_cert")
+        if client_key:
+            _check_private_key(client_key, "client_key")
+        else:
+            _check_private_key(client_cert, "client_cert")
+    return Tls(validate_certs is not False, ca_path or None, client_cert or None, client_key or None)
+
+
+def tls_from_params(params):
+    """tls_settings of a module's params (the keys of TLS_ARGUMENT_SPEC)."""
+    return tls_settings(**dict((name, params.get(name)) for name in TLS_ARGUMENT_SPEC))
+
+
+def _as_tls(tls):
+    """A Tls of what callers pass: a Tls, or True/False/None for validate_certs alone."""
+    if isinstance(tls, Tls):
+        return tls
+    return DEFAULT_TLS if tls is None or tls is True else DEFAULT_TLS._replace(validate_certs=False)
+
+
+@functools.lru_cache(maxsize=8)
+def ssl_context(tls):
+    """Ansible's TLS context for a Tls, made once per module run (it reads the system's CA bundle); FetchError tls
+    naming the option when a file does not load."""
+    try:
+        return make_context(cafile=tls.ca_path, validate_certs=tls.validate_certs, client_cert=tls.client_cert,
+                            client_key=tls.client_key)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        files = ", ".join("%s %s" % (name, getattr(tls, name)) for name in TLS_ARGUMENT_SPEC if name != "validate_certs"
+                          and getattr(tls, name))
+        raise FetchError("tls", "%s cannot be loaded as TLS settings (%s): ca_path must hold the PEM certificate of the CA "
+                                "that signed the server's, client_cert a PEM certificate and client_key its unencrypted key"
+                         % (files or "the system's CA certificates", _reason_text(exc)))
+
+
+# ---------------------------------------------------------------------------------------------
 # Failures
 
 
@@ -232,6 +335,42 @@ def status_failure(code, url, body=b"", api_key=None):
     return "http_error", "HTTP %d from %s%s" % (code, url, (": " + text) if text else ""), code
 
 
+# OpenSSL's reason codes of a server that wants a client certificate and got none, and of one that refused ours.
+CERT_REQUIRED_REASONS = ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_HANDSHAKE_FAILURE", "PEER_DID_NOT_RETURN_A_CERTIFICATE")
+CERT_REFUSED_REASONS = ("TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+                        "TLSV1_ALERT_ACCESS_DENIED", "SSLV3_ALERT_CERTIFICATE_EXPIRED")
+
+
+def tls_failure(reason, where):
+    """The message of a TLS failure (an ssl.SSLError) talking to HOST:PORT, naming the option that fixes it."""
+    text = getattr(reason, "verify_message", None) or _reason_text(reason)
+    code = getattr(reason, "reason", None) or ""
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        if "mismatch" in text:
+            return ("the certificate of %s does not name that host (%s): put the name or address the certificate was "
+                    "issued for in url" % (where, text))
+        if "expired" in text or "not yet valid" in text:
+            return "the certificate of %s is not valid now (%s): renew the server's certificate" % (where, text)
+        return ("the certificate of %s is not trusted (%s): set ca_path to the PEM file of the CA that signed it (a "
+                "private CA is not among the system's), or validate_certs to false for a server trusted otherwise"
+                % (where, text))
+    if code in CERT_REQUIRED_REASONS:
+        return ("%s requires a client certificate (TLS alert %s): set client_cert and client_key to a certificate "
+                "signed by a CA the server trusts, and its key" % (where, code.lower()))
+    if code in CERT_REFUSED_REASONS:
+        return ("%s refused the client certificate (TLS alert %s): set client_cert and client_key to a certificate "
+                "signed by a CA the server trusts (its --ssl-ca-certs), valid now" % (where, code.lower()))
+    if isinstance(reason, ssl.SSLEOFError):
+        # TLS 1.3 checks the client certificate after the client's handshake ended: the refusal may arrive as a bare EOF
+        return ("%s closed the TLS connection without an answer (%s): a server that requires a client certificate does "
+                "this when it gets none, or one signed by a CA it does not trust: set client_cert and client_key to a "
+                "certificate it trusts (its --ssl-ca-certs); else check the scheme and port in url" % (where, text))
+    if code == "WRONG_VERSION_NUMBER":
+        return "%s does not speak TLS (%s): use http:// in url" % (where, text)
+    return ("TLS error talking to %s (%s): use the scheme the server speaks (http or https), set ca_path to the CA "
+            "of its certificate, or set validate_certs to false for a self-signed certificate" % (where, text))
+
+
 def connection_failure(exc, url, host, port, timeout):
     """(class, message, None) of a transport exception (possibly wrapped in URLError)."""
     reason = exc.reason if isinstance(exc, urlerror.URLError) else exc
@@ -244,9 +383,7 @@ def connection_failure(exc, url, host, port, timeout):
                            "(--host/--port)? During startup the HTTP port opens only after the weights are loaded" % where,
                 None)
     if isinstance(reason, ssl.SSLError):
-        return ("tls", "TLS error talking to %s (%s): use the scheme the server speaks (http or https), fix its "
-                       "certificate, or set validate_certs to false for a self-signed certificate"
-                % (where, _reason_text(reason)), None)
+        return "tls", tls_failure(reason, where), None
     if isinstance(reason, socket.gaierror):
         return "unreachable", "cannot resolve host %r (%s): fix the host name in url" % (host, _reason_text(reason)), None
     return ("unreachable", "cannot reach %s (%s): check the host, the port, routing and firewalls"
@@ -381,8 +518,9 @@ class _NoRedirect(urlrequest.HTTPRedirectHandler):
         return None
 
 
-def opener(base, validate_certs=True, use_proxy=True, deadline=None):
-    """urllib's opener for one request to base; with a deadline (time.monotonic()) the whole request must end by it."""
+def opener(base, tls=None, use_proxy=True, deadline=None):
+    """urllib's opener for one request to base; with a deadline (time.monotonic()) the whole request must end by it.
+    tls: a Tls (tls_settings), or True/False/None for validate_certs alone."""
     handlers = [_NoRedirect()]
     if deadline is not None:
         handlers.append(_DeadlineHTTPHandler(deadline))
@@ -391,10 +529,7 @@ def opener(base, validate_certs=True, use_proxy=True, deadline=None):
     if not use_proxy or is_loopback(host):
         handlers.append(urlrequest.ProxyHandler({}))
     if base.startswith("https://"):
-        ctx = ssl.create_default_context()
-        if not validate_certs:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
+        ctx = ssl_context(_as_tls(tls))
         handlers.append(urlrequest.HTTPSHandler(context=ctx) if deadline is None else _DeadlineHTTPSHandler(deadline, ctx))
     return urlrequest.build_opener(*handlers)
 
@@ -477,7 +612,7 @@ class Answer(object):
             yield raw
 
 
-def open_url(base, path, method="GET", payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True,
+def open_url(base, path, method="GET", payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, tls=None,
              use_proxy=True, accept="application/json"):
     """Send one request to base+path (payload, JSON-serialisable or None, as a JSON body): an open Answer.
 
@@ -496,15 +631,15 @@ def open_url(base, path, method="GET", payload=None, api_key=None, timeout=DEFAU
     req = urlrequest.Request(url, data=data, headers=headers, method=method)
     deadline = time.monotonic() + float(timeout)
     try:
-        resp = opener(base, validate_certs, use_proxy, deadline).open(req, timeout=float(timeout))
+        resp = opener(base, tls, use_proxy, deadline).open(req, timeout=float(timeout))
     except (urlerror.URLError, OSError, http.client.HTTPException) as exc:  # HTTPError is a URLError
         kind, msg, status = describe_failure(exc, url, host, port, timeout, api_key)
         raise FetchError(kind, msg, status)
     return Answer(resp, url, host, port, timeout, api_key, deadline)
 
 
-def request(base, path, method="GET", payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True,
+def request(base, path, method="GET", payload=None, api_key=None, timeout=DEFAULT_TIMEOUT, tls=None,
             use_proxy=True, max_bytes=MAX_BODY_BYTES, accept="application/json"):
     """One whole call: (status, body bytes, content type); FetchError for anything but a 2xx answer."""
-    with open_url(base, path, method, payload, api_key, timeout, validate_certs, use_proxy, accept) as answer:
+    with open_url(base, path, method, payload, api_key, timeout, tls, use_proxy, accept) as answer:
         return answer.status, answer.read(max_bytes), answer.content_type

@@ -57,10 +57,10 @@ UnitError = SystemdError
 # helpers
 
 
-def http_status(url, timeout):
-    """(HTTP status or None, error text or None) of a GET, never through a proxy (_http's client)."""
+def http_status(url, timeout, tls=None):
+    """(HTTP status or None, error text or None) of a GET, never through a proxy (_http's client; tls: _http.Tls)."""
     try:
-        return request(url, "", timeout=timeout, use_proxy=False, max_bytes=HEALTH_BODY_BYTES)[0], None
+        return request(url, "", timeout=timeout, tls=tls, use_proxy=False, max_bytes=HEALTH_BODY_BYTES)[0], None
     except FetchError as exc:
         return exc.http_status, None if exc.http_status else exc.message
     except UrlError as exc:
@@ -226,7 +226,7 @@ def describe_cause(unit, cause):
 
 def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_restarts=None, probe_timeout=5.0,
                systemctl="systemctl", journalctl="journalctl", run=run_command, http=http_status, clock=time.monotonic,
-               sleep=time.sleep, proc_root="/proc", stream=None):
+               sleep=time.sleep, proc_root="/proc", stream=None, tls=None):
     """Poll until ready, failed, the budget is spent (failed) or this call's timeout passed (waiting).
 
     The journal is read with ``stream(argv, sink)`` (default: journalctl streamed in chunks); a caller that gives
@@ -276,7 +276,7 @@ def wait_ready(unit, url, budget, timeout, interval=1.0, invocation_id=None, n_r
 
         active = state.get("ActiveState") == "active"
         if active:
-            health["status"], health["error"] = http(url, probe_timeout)
+            health["status"], health["error"] = http(url, probe_timeout, tls)
         else:
             health["status"], health["error"] = None, "unit is %s" % state.get("ActiveState")
         if health["status"] == 200:

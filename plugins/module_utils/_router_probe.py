@@ -47,7 +47,7 @@ def _key(url):
         return None
 
 
-def wait_ready(router, need, timeout, interval=2.0, clock=None, sleep=None):
+def wait_ready(router, need, timeout, interval=2.0, clock=None, sleep=None, tls=None):
     """Poll GET /readiness until it answers 200 with at least ``need`` healthy workers; its answer, or ProbeError.
     (clock and sleep are looked up at call time, so a test's or the fuzz sandbox's stand-ins apply.)"""
     clock = clock or time.monotonic
@@ -55,7 +55,7 @@ def wait_ready(router, need, timeout, interval=2.0, clock=None, sleep=None):
     deadline = clock() + timeout
     while True:
         try:
-            _status, body, _ctype = request(router, "/readiness", "GET", timeout=10)
+            _status, body, _ctype = request(router, "/readiness", "GET", timeout=10, tls=tls)
             answer = parse_json_object(body, router + "/readiness")
             last = "healthy_workers %s of total_workers %s" % (answer.get("healthy_workers"), answer.get("total_workers"))
             healthy = answer.get("healthy_workers")
@@ -70,12 +70,12 @@ def wait_ready(router, need, timeout, interval=2.0, clock=None, sleep=None):
         sleep(interval)
 
 
-def router_counts(metrics_url, timeout):
+def router_counts(metrics_url, timeout, tls=None):
     """Requests per worker (by URL key) from the router's counters; None when it exports none or does not answer."""
     if not metrics_url:
         return None
     try:
-        _status, body, _ctype = request(metrics_url, "", "GET", timeout=timeout, accept="text/plain")
+        _status, body, _ctype = request(metrics_url, "", "GET", timeout=timeout, tls=tls, accept="text/plain")
     except (FetchError, ServerInfoError):
         return None
     counts = {}
@@ -86,11 +86,11 @@ def router_counts(metrics_url, timeout):
     return counts or None
 
 
-def worker_counts(workers, timeout):
+def worker_counts(workers, timeout, tls=None):
     """Requests per worker (by URL key) from each worker's own /metrics; workers without the counter are left out."""
     counts = {}
     for url in workers:
-        res = fetch_endpoint(url, "metrics", timeout=timeout)
+        res = fetch_endpoint(url, "metrics", timeout=timeout, tls=tls)
         samples = res["data"]["metrics"].get(WORKER_COUNTER, []) if res["ok"] else []
         values = [s["value"] for s in samples if isinstance(s["value"], float)]
         if values:
@@ -98,7 +98,7 @@ def worker_counts(workers, timeout):
     return counts
 
 
-def burst(router, api_key, model, n, max_tokens, timeout):
+def burst(router, api_key, model, n, max_tokens, timeout, tls=None):
     """n concurrent completions through the router; the failures as messages."""
     failures = []
     lock = threading.Lock()
@@ -107,7 +107,7 @@ def burst(router, api_key, model, n, max_tokens, timeout):
         body = {"model": model, "prompt": "%s router probe: say ok." % uuid.uuid4().hex, "max_tokens": max_tokens,
                 "temperature": 0}
         try:
-            request(router, "/v1/completions", "POST", body, api_key, timeout)
+            request(router, "/v1/completions", "POST", body, api_key, timeout, tls)
         except FetchError as exc:
             with lock:
                 failures.append(exc.message)
@@ -121,13 +121,13 @@ def burst(router, api_key, model, n, max_tokens, timeout):
 
 
 def probe(router_url, expected, metrics_url=None, api_key=None, requests=8, rounds=3, max_tokens=8, timeout=120.0,
-          sleep=time.sleep):
+          sleep=time.sleep, tls=None):
     """Send up to ``rounds`` bursts of ``requests`` completions until every healthy worker served one.
 
     Returns {ok, router, expected, healthy, unhealthy, missing, model, requests, rounds, failures, per_worker,
     source, idle, error}; ok: every request succeeded and every healthy worker served some.
     """
-    api = Router(router_url, api_key or None, timeout=timeout)
+    api = Router(router_url, api_key or None, timeout=timeout, tls=tls)
     router = api.url
     result = {"ok": False, "router": router, "expected": sorted(expected), "requests": 0, "rounds": 0, "failures": [],
               "per_worker": {}, "source": None, "healthy": [], "unhealthy": [], "missing": [], "idle": []}
@@ -144,24 +144,24 @@ def probe(router_url, expected, metrics_url=None, api_key=None, requests=8, roun
         result["error"] = "the router lists no healthy worker"
         return result
     try:
-        _status, body, _ctype = request(router, "/v1/models", "GET", None, api_key, timeout)
+        _status, body, _ctype = request(router, "/v1/models", "GET", None, api_key, timeout, tls)
         models = parse_json_object(body, router + "/v1/models", api_key).get("data") or [{}]
     except FetchError as exc:
         raise ProbeError(exc.message)
     result["model"] = (models[0] if isinstance(models[0], dict) else {}).get("id") or "default"
 
     def counts():
-        by_router = router_counts(metrics_url, timeout)
+        by_router = router_counts(metrics_url, timeout, tls)
         if by_router is not None and any(k in by_router for k in keys):
             result["source"] = "router_metrics"
             return by_router
         result["source"] = "worker_metrics"
-        return worker_counts(healthy, timeout)
+        return worker_counts(healthy, timeout, tls)
 
     served = dict((k, 0) for k in keys)
     for _i in range(rounds):
         before = counts()
-        result["failures"] += burst(router, api_key, result["model"], requests, max_tokens, timeout)
+        result["failures"] += burst(router, api_key, result["model"], requests, max_tokens, timeout, tls)
         result["requests"] += requests
         result["rounds"] += 1
         sleep(SETTLE_SECONDS)

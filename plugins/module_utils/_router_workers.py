@@ -70,7 +70,7 @@ def in_flight(metrics):
 class Router(object):
     """One router's worker API."""
 
-    def __init__(self, url, api_key=None, timeout=10.0, validate_certs=True):
+    def __init__(self, url, api_key=None, timeout=10.0, tls=None):
         self.url = normalize_url(url)[0]
         try:
             check_api_key(api_key)
@@ -78,11 +78,11 @@ class Router(object):
             raise ServerInfoError(str(exc))
         self.api_key = api_key
         self.timeout = timeout
-        self.validate_certs = validate_certs
+        self.tls = tls
 
     def _call(self, path, method="GET", payload=None):
         try:
-            status, body, _ctype = request(self.url, path, method, payload, self.api_key, self.timeout, self.validate_certs)
+            status, body, _ctype = request(self.url, path, method, payload, self.api_key, self.timeout, self.tls)
         except FetchError as exc:
             if exc.cls == "unauthorized":
                 exc.message = ("HTTP %d from %s%s: the router %s; api_key must be the router's --api-key (the router role's "
@@ -180,7 +180,7 @@ def join(router, url, worker_api_key=None, timeout=60.0, check_mode=False, inter
     return result
 
 
-def drain(metrics_url, api_key=None, timeout=300.0, interval=1.0, clock=time.monotonic, sleep=time.sleep):
+def drain(metrics_url, api_key=None, timeout=300.0, interval=1.0, clock=time.monotonic, sleep=time.sleep, tls=None):
     """Wait until the server has no running or queued request: {in_flight_before, in_flight, waited_s, drained}.
 
     in_flight is None when the server has no metrics (--enable-metrics off) or does not answer: nothing to wait for.
@@ -189,7 +189,7 @@ def drain(metrics_url, api_key=None, timeout=300.0, interval=1.0, clock=time.mon
     seen = []
 
     def idle():
-        res = fetch_endpoint(metrics_url, "metrics", api_key, timeout=10)
+        res = fetch_endpoint(metrics_url, "metrics", api_key, timeout=10, tls=tls)
         value = in_flight(res["data"]["metrics"]) if res["ok"] else None
         seen.append(value)
         return value is None or value == 0

@@ -225,7 +225,7 @@ def _not_found_message(name, base, paths):
     return "HTTP 404 from %s: this server does not serve %s; check that url points at SGLang" % (tried, name)
 
 
-def fetch_endpoint(base, name, api_key=None, timeout=DEFAULT_TIMEOUT, validate_certs=True, use_proxy=True):
+def fetch_endpoint(base, name, api_key=None, timeout=DEFAULT_TIMEOUT, tls=None, use_proxy=True):
     """One endpoint with its fallback paths: {ok, path, http_status, error, elapsed_s, data}."""
     paths = dict(ENDPOINTS).get(name)
     if paths is None:
@@ -236,7 +236,7 @@ def fetch_endpoint(base, name, api_key=None, timeout=DEFAULT_TIMEOUT, validate_c
         for i, path in enumerate(paths):
             result["path"] = path
             try:
-                status, body, _ctype = request(normalize_url(base)[0], path, "GET", None, api_key, timeout, validate_certs,
+                status, body, _ctype = request(normalize_url(base)[0], path, "GET", None, api_key, timeout, tls,
                                                use_proxy, accept="text/plain" if name == "metrics" else "application/json")
             except FetchError as exc:
                 result["http_status"] = exc.http_status
@@ -258,8 +258,7 @@ def fetch_endpoint(base, name, api_key=None, timeout=DEFAULT_TIMEOUT, validate_c
     return result
 
 
-def gather(url=DEFAULT_URL, api_key=None, endpoints=ENDPOINT_NAMES, timeout=DEFAULT_TIMEOUT, validate_certs=True,
-           use_proxy=True):
+def gather(url=DEFAULT_URL, api_key=None, endpoints=ENDPOINT_NAMES, timeout=DEFAULT_TIMEOUT, tls=None, use_proxy=True):
     """Fetch the requested endpoints of one server; everything server_info returns.
 
     Raises ServerInfoError only for bad arguments (url, endpoint names, timeout).
@@ -284,7 +283,7 @@ def gather(url=DEFAULT_URL, api_key=None, endpoints=ENDPOINT_NAMES, timeout=DEFA
             res = {"ok": False, "path": dict(ENDPOINTS)[name][0], "http_status": None, "elapsed_s": 0.0, "data": None,
                    "error": {"class": shared["class"], "message": "not tried: " + shared["message"]}}
         else:
-            res = fetch_endpoint(base, name, api_key, timeout, validate_certs, use_proxy)
+            res = fetch_endpoint(base, name, api_key, timeout, tls, use_proxy)
             if res["error"] and res["error"]["class"] in SHARED_FAILURES:
                 shared = res["error"]
         data[name] = res.pop("data")

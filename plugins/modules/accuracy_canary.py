@@ -33,6 +33,7 @@ extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.info_module
   - llmops.sglang.http_client
+  - llmops.sglang.http_client.tls
   - llmops.sglang.http_client.proxy
 options:
   url:
@@ -305,7 +306,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._canary import (
     state_of,
     summary_line,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS
+from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS, TLS_ARGUMENT_SPEC, OptionError, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
 # Requests in flight at once: each is a thread.
@@ -384,7 +385,7 @@ def main():
             fail_on_drift=dict(type="bool", default=False),
             fail_on_failure=dict(type="bool", default=True),
             run_eval=dict(type="dict", options=RUN_EVAL_SPEC),
-            validate_certs=dict(type="bool", default=True),
+            **TLS_ARGUMENT_SPEC,
             use_proxy=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
@@ -405,8 +406,8 @@ def main():
         if not p["checks"] and not run_eval_cfg["enabled"]:
             raise CanaryError("nothing to check: list checks (needle, coding) or enable run_eval")
         check_options(p["checks"], p["needle_contexts"], p["needle_depths"], p["chars_per_token"])
-        client = Client(p["url"], p["api_key"], p["timeout"], p["validate_certs"], p["use_proxy"])
-    except (CanaryError, ServerInfoError) as exc:
+        client = Client(p["url"], p["api_key"], p["timeout"], tls_from_params(p), p["use_proxy"])
+    except (CanaryError, ServerInfoError, OptionError) as exc:
         module.fail_json(msg=str(exc))
     model, max_len, _spec, err = discover(client)
     if err is not None:

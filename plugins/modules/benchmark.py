@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.info_module
   - llmops.sglang.http_client
+  - llmops.sglang.http_client.tls
   - llmops.sglang.http_client.proxy
 options:
   url:
@@ -353,7 +354,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench._gate import e
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._prompts import DATASETS, BenchmarkError
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._runner import ENGINES, run_benchmark, validate_options
 from ansible_collections.llmops.sglang.plugins.module_utils.bench._serving import bench_serving_argv, bench_serving_level, parse_bench_serving, run_process
-from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS
+from ansible_collections.llmops.sglang.plugins.module_utils._http import MAX_SECONDS, TLS_ARGUMENT_SPEC, OptionError, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError
 
 
@@ -426,7 +427,7 @@ def main():
             bench_serving_module=dict(type="str", default="sglang.bench_serving"),
             tokenizer=dict(type="str", no_log=False),
             bench_serving_args=dict(type="list", elements="str", default=[]),
-            validate_certs=dict(type="bool", default=True),
+            **TLS_ARGUMENT_SPEC,
             use_proxy=dict(type="bool", default=True),
             chart=dict(type="bool", default=True),
             chart_title=dict(type="str", default="SGLang benchmark"),
@@ -442,20 +443,23 @@ def main():
         validate_options(p["concurrency"], p["dataset"], p["input_tokens"], p["output_tokens"], p["rounds"], p["num_requests"],
                          p["duration"], p["warmup_requests"], p["chars_per_token"])
         baseline = normalize_baseline(p["baseline"])
-        client = Client(p["url"], p["api_key"], p["timeout"], p["validate_certs"], p["use_proxy"])
+        client = Client(p["url"], p["api_key"], p["timeout"], tls_from_params(p), p["use_proxy"])
         if p["engine"] == "sglang_bench_serving":
             if p["dataset"] != "random":
                 raise BenchmarkError("engine sglang_bench_serving runs its random dataset only: set dataset to random or use "
                                      "engine builtin for dataset %s" % p["dataset"])
             if p["duration"] is not None:
                 raise BenchmarkError("engine sglang_bench_serving takes request counts (rounds, num_requests), not duration")
+            if p["ca_path"] or p["client_cert"]:
+                raise BenchmarkError("engine sglang_bench_serving sends its own requests and takes no ca_path or client_cert: "
+                                     "use engine builtin for a server that needs them")
             result = run_bench_serving(client, p)
         else:
             result = run_benchmark(client, p["concurrency"], p["dataset"], p["input_tokens"], p["output_tokens"], p["rounds"],
                                    p["num_requests"], p["duration"], p["warmup_requests"], p["seed"], p["model"],
                                    p["chars_per_token"], p["speculative"], p["extra_body"], p["ignore_eos"])
         gate = evaluate_gate(result["levels"], baseline, p["min_fraction"])
-    except (BenchmarkError, ServerInfoError) as exc:
+    except (BenchmarkError, ServerInfoError, OptionError) as exc:
         module.fail_json(msg=str(exc))
 
     if result["error"] and gate["enabled"]:

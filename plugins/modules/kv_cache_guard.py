@@ -64,6 +64,7 @@ extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.info_module
   - llmops.sglang.http_client
+  - llmops.sglang.http_client.tls
 options:
   argv:
     description:
@@ -307,6 +308,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._kv_guard import (
     redact_argv,
     served_model,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils._http import TLS_ARGUMENT_SPEC, OptionError, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import select_launch_command
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import DEFAULT_URL, ServerInfoError, gather
 from ansible_collections.llmops.sglang.plugins.module_utils._systemd import SHOW_TIMEOUT, SystemdError, run, show
@@ -363,7 +365,7 @@ def main():
             url=dict(type="str", default=DEFAULT_URL),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="float", default=10),
-            validate_certs=dict(type="bool", default=True),
+            **TLS_ARGUMENT_SPEC,
             log_facts=dict(type="dict"),
             tp_size=dict(type="int"),
             expected=dict(type="str", choices=["bf16", "fp8_e4m3"], default="bf16"),
@@ -395,7 +397,11 @@ def main():
     server = None
     if p["url"]:
         try:
-            got = gather(p["url"], p["api_key"] or None, ["server_info"], p["timeout"], p["validate_certs"])
+            tls = tls_from_params(p)
+        except OptionError as exc:
+            module.fail_json(msg=str(exc))
+        try:
+            got = gather(p["url"], p["api_key"] or None, ["server_info"], p["timeout"], tls)
         except ServerInfoError as exc:
             module.fail_json(msg="url: %s" % exc)
         server = got["endpoints"]["server_info"]

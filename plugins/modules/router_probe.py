@@ -31,6 +31,7 @@ author:
   - llmops maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.http_client.tls
 attributes:
   check_mode:
     support: none
@@ -169,6 +170,7 @@ readiness:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils._http import TLS_ARGUMENT_SPEC, OptionError, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._router_probe import ProbeError, probe, verdict, wait_ready
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import ServerInfoError, normalize_url
 
@@ -186,6 +188,7 @@ def main():
             rounds=dict(type="int", default=3),
             max_tokens=dict(type="int", default=8, no_log=False),
             timeout=dict(type="float", default=120),
+            **TLS_ARGUMENT_SPEC,
         ),
         supports_check_mode=False,
     )
@@ -200,9 +203,12 @@ def main():
         for url in [p["url"]] + ([p["metrics_url"]] if p["metrics_url"] else []) + p["workers"]:
             normalize_url(url)
         need = len(p["workers"]) if p["require_all_workers"] and p["workers"] else 1
-        readiness = wait_ready(normalize_url(p["url"])[0], need, p["ready_timeout"])
+        tls = tls_from_params(p)
+        readiness = wait_ready(normalize_url(p["url"])[0], need, p["ready_timeout"], tls=tls)
         result = probe(p["url"], p["workers"], p["metrics_url"], p["api_key"] or None, p["requests"], p["rounds"],
-                       p["max_tokens"], p["timeout"])
+                       p["max_tokens"], p["timeout"], tls=tls)
+    except OptionError as exc:
+        module.fail_json(msg=str(exc))
     except ServerInfoError as exc:
         module.fail_json(msg="%s (url, metrics_url and workers are URLs such as http://127.0.0.1:30000)" % exc)
     except ProbeError as exc:

@@ -29,6 +29,7 @@ author:
   - llmops maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.http_client.tls
 attributes:
   check_mode:
     support: full
@@ -59,11 +60,6 @@ options:
       - The routers' API key (C(--api-key) of the router), required by their worker API when set. V(present) also
         hands it to the routers as the server's key, as the router role does for the workers on its command line.
     type: str
-  validate_certs:
-    description:
-      - Verify TLS certificates of C(https://) URLs.
-    type: bool
-    default: true
   timeout:
     description:
       - Seconds each router may take to apply a removal, or to list an added server as healthy.
@@ -161,7 +157,7 @@ drain:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, OptionError, check_api_key
+from ansible_collections.llmops.sglang.plugins.module_utils._http import TLS_ARGUMENT_SPEC, FetchError, OptionError, check_api_key, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._router_workers import (
     Router,
     RouterError,
@@ -183,7 +179,7 @@ def main():
             timeout=dict(type="float", default=60),
             drain_url=dict(type="str"),
             drain_timeout=dict(type="float", default=300),
-            validate_certs=dict(type="bool", default=True),
+            **TLS_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -192,11 +188,12 @@ def main():
     result = {"worker_url": p["worker_url"], "routers": [], "drain": None, "changed": False}
     try:
         check_api_key(key)
+        tls = tls_from_params(p)
     except OptionError as exc:
         module.fail_json(msg=str(exc), **result)
     try:
         url_key(p["worker_url"])
-        routers = [Router(url, key, validate_certs=p["validate_certs"]) for url in p["routers"]]
+        routers = [Router(url, key, tls=tls) for url in p["routers"]]
         if p["drain_url"]:
             url_key(p["drain_url"])
     except ServerInfoError as exc:
@@ -220,7 +217,7 @@ def main():
         module.fail_json(msg="router %s: %s" % (router.url, getattr(exc, "message", None) or exc), **result)
     result["changed"] = any(r["action"] in ("removed", "added") for r in result["routers"])
     if p["state"] == "absent" and result["changed"] and p["drain_url"] and not module.check_mode:
-        result["drain"] = drain(p["drain_url"], key, p["drain_timeout"])
+        result["drain"] = drain(p["drain_url"], key, p["drain_timeout"], tls=tls)
         if result["drain"]["in_flight"]:
             module.warn("%d request(s) still run on %s after %ss: the restart cuts them (raise the drain timeout to let "
                         "them finish)" % (result["drain"]["in_flight"], p["drain_url"], p["drain_timeout"]))

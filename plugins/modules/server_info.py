@@ -35,6 +35,7 @@ author:
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.info_module
+  - llmops.sglang.http_client.tls
 options:
   url:
     description:
@@ -59,11 +60,6 @@ options:
     elements: str
     choices: [server_info, model_info, models, metrics]
     default: [server_info, model_info, models, metrics]
-  validate_certs:
-    description:
-      - Verify the server's TLS certificate for C(https://) URLs.
-    type: bool
-    default: true
   use_proxy:
     description:
       - Use the proxy from the C(http_proxy)/C(https_proxy) environment variables (loopback URLs never do).
@@ -266,6 +262,7 @@ version:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.sglang.plugins.module_utils._http import TLS_ARGUMENT_SPEC, OptionError, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     DEFAULT_URL,
     ENDPOINT_NAMES,
@@ -281,7 +278,7 @@ def main():
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="float", default=10),
             endpoints=dict(type="list", elements="str", choices=list(ENDPOINT_NAMES), default=list(ENDPOINT_NAMES)),
-            validate_certs=dict(type="bool", default=True),
+            **TLS_ARGUMENT_SPEC,
             use_proxy=dict(type="bool", default=True),
             fail_on_error=dict(type="bool", default=True),
         ),
@@ -291,8 +288,8 @@ def main():
     if not p["endpoints"]:
         module.fail_json(msg="endpoints is empty: list at least one of %s" % ", ".join(ENDPOINT_NAMES))
     try:
-        result = gather(p["url"], p["api_key"] or None, p["endpoints"], p["timeout"], p["validate_certs"], p["use_proxy"])
-    except ServerInfoError as exc:
+        result = gather(p["url"], p["api_key"] or None, p["endpoints"], p["timeout"], tls_from_params(p), p["use_proxy"])
+    except (ServerInfoError, OptionError) as exc:
         module.fail_json(msg=str(exc))
     if p["fail_on_error"] and not result["ok"]:
         module.fail_json(msg="SGLang server at %s: %s" % (result["url"], "; ".join(result["errors"])), changed=False, **result)

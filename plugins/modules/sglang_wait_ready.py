@@ -38,6 +38,7 @@ author:
   - llmops maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.http_client.tls
 attributes:
   check_mode:
     support: full
@@ -175,7 +176,7 @@ n_restarts_baseline:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils._http import UrlError, parse_base_url
+from ansible_collections.llmops.sglang.plugins.module_utils._http import TLS_ARGUMENT_SPEC, OptionError, parse_base_url, tls_from_params
 from ansible_collections.llmops.sglang.plugins.module_utils._readiness import UnitError, describe_cause, wait_ready
 
 
@@ -190,6 +191,7 @@ def main():
             invocation_id=dict(type="str"),
             n_restarts=dict(type="int"),
             probe_timeout=dict(type="float", default=5.0),
+            **TLS_ARGUMENT_SPEC,
         ),
         supports_check_mode=True,
     )
@@ -199,12 +201,14 @@ def main():
         module.fail_json(msg="budget, interval and probe_timeout must be positive (got %s, %s, %s)" % (p["budget"], p["interval"], p["probe_timeout"]))
     try:
         parse_base_url(p["url"], "url")
-    except UrlError as exc:
+        tls = tls_from_params(p)
+    except OptionError as exc:  # UrlError is one
         module.fail_json(msg=str(exc))
     timeout = p["timeout"] if p["timeout"] and p["timeout"] > 0 else p["budget"] + 60
     try:
         result = wait_ready(unit, p["url"], p["budget"], timeout, interval=p["interval"], invocation_id=p["invocation_id"] or None,
                             n_restarts=p["n_restarts"], probe_timeout=p["probe_timeout"],
+                            tls=tls,
                             systemctl=module.get_bin_path("systemctl", required=True),
                             journalctl=module.get_bin_path("journalctl", required=True))
     except UnitError as exc:

@@ -45,14 +45,16 @@ def _number(value):
 
 # Module option <- role setting (benchmark_<name>); None: absent when the setting is empty (null, "", 0).
 BENCHMARK_OPTIONS = (
-    ("url", "url"), ("api_key", None), ("model", None), ("engine", "engine"), ("concurrency", "concurrency"),
+    ("url", "url"), ("api_key", None), ("validate_certs", "validate_certs"), ("ca_path", None), ("client_cert", None), ("client_key", None),
+    ("model", None), ("engine", "engine"), ("concurrency", "concurrency"),
     ("dataset", "dataset"), ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("rounds", "rounds"),
     ("num_requests", None), ("duration", None), ("warmup_requests", "warmup_requests"), ("timeout", "request_timeout"),
     ("seed", "seed"), ("extra_body", "extra_body"), ("python", "python"), ("tokenizer", None),
     ("min_fraction", "min_fraction"),
 )
 CANARY_OPTIONS = (
-    ("url", "url"), ("api_key", None), ("model", None), ("checks", "canary_checks"),
+    ("url", "url"), ("api_key", None), ("validate_certs", "validate_certs"), ("ca_path", None), ("client_cert", None), ("client_key", None),
+    ("model", None), ("checks", "canary_checks"),
     ("needle_contexts", "canary_needle_contexts"), ("needle_depths", "canary_needle_depths"),
     ("needle_min_recall", "canary_needle_min_recall"), ("coding_min_score", "canary_coding_min_score"),
     ("timeout", "canary_timeout"), ("seed", "seed"), ("fail_on_drift", "canary_fail_on_drift"),

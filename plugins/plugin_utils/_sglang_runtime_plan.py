@@ -37,7 +37,6 @@ NFS_EXPORT = re.compile(r"^[^:]+:/")
 HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 HF_REVISION = re.compile(r"^[0-9a-f]{40}$")
 # Reads the token from stdin into the CLI's environment (never argv); an empty line means no token.
-HF_WRAPPER = 'IFS= read -r HF_TOKEN || :; if [ -n "$HF_TOKEN" ]; then export HF_TOKEN; else unset HF_TOKEN; fi; exec "$@"'
 STAGED_SOURCES = ("controller", "hf")
 # Directories of the system and its users: never a checkpoint directory the role creates, downloads into or mounts
 # over (it would take their files' place or, before, make root chmod /tmp 0755). Anything under the pseudo
@@ -49,14 +48,14 @@ SYSTEM_DIRS = frozenset(("/", "/bin", "/boot", "/dev", "/dev/shm", "/etc", "/hom
 PSEUDO_FS = ("/proc/", "/sys/", "/dev/", "/run/", "/boot/")
 P = "sglang_runtime_"
 # The settings the role hands over, by name (its vars/main.yml lists them as _sglang_runtime_setting_names; a test keeps
-# the two equal). The hub token is not among them: only the download's stdin has it.
+# the two equal). The hub token is not among them: only the download module's no_log option has it.
 SETTINGS = tuple(P + name for name in (
     "user", "group", "home", "venv", "python", "packages", "pip_source", "pip_index_url", "pip_extra_index_urls",
     "pip_wheelhouse", "pip_require_hashes", "pip_extra_args", "checkpoint_source", "checkpoint_path",
     "checkpoint_require_quant_config", "checkpoint_controller_src", "checkpoint_copy_method", "checkpoint_nfs_src",
     "checkpoint_nfs_mountpoint", "checkpoint_nfs_fstype", "checkpoint_nfs_opts", "checkpoint_hf_repo",
     "checkpoint_hf_revision", "checkpoint_hf_cli", "checkpoint_hf_max_workers", "checkpoint_timeout",
-    "checkpoint_progress_interval", "server_environment", "stamp_path",
+    "checkpoint_progress_interval", "download_stall_timeout", "server_environment", "stamp_path",
 ))
 
 
@@ -356,10 +355,12 @@ def checkpoint_plan(settings, before=None, gate=None, dest=None):
         timeout = _int(settings[P + "checkpoint_timeout"], "checkpoint_timeout")
         interval = _int(settings[P + "checkpoint_progress_interval"], "checkpoint_progress_interval")
         repo, revision = settings[P + "checkpoint_hf_repo"], settings[P + "checkpoint_hf_revision"]
+        stall = _int(settings[P + "download_stall_timeout"], "download_stall_timeout", 0)
         plan["hf"] = {
-            "argv": ["sh", "-c", HF_WRAPPER, "hf-download", str(settings[P + "checkpoint_hf_cli"]), "download", repo,
-                     "--revision", revision, "--local-dir", path, "--max-workers",
-                     str(_int(settings[P + "checkpoint_hf_max_workers"], "checkpoint_hf_max_workers"))],
+            # llmops.sglang.hub_download's options; the role adds the token
+            "args": {"cli": str(settings[P + "checkpoint_hf_cli"]), "repo": repo, "revision": revision, "local_dir": path,
+                     "max_workers": _int(settings[P + "checkpoint_hf_max_workers"], "checkpoint_hf_max_workers"),
+                     "stall_timeout": stall},
             "what": "%s download %s@%s" % (settings[P + "checkpoint_hf_cli"], repo, revision),
             "check_mode": "check mode: would download %s@%s into %s" % (repo, revision, path),
             "label": "%s@%s" % (repo, revision[:12]),
@@ -423,15 +424,23 @@ def copy_plan(settings, source_files, host_files=None, rsync=None):
 def hf_download(job, plan, sizes=None, started=None, final=None, now=None):
     """The hub download's state from the registered async_status results (``final`` when it ran, else ``job``):
     finished, ok, a progress line (the bytes of a registered ``find -printf '%s\\n'`` under the checkpoint path,
-    seconds since ``started``) and the failure message (the last 15 lines of the CLI's stderr)."""
+    seconds since ``started``) and the failure message (hub_download's, which names a stall's cause and fixes, and
+    the last 15 lines of the CLI's stderr)."""
     hf = plan["hf"]
     job = job if isinstance(job, dict) else {}
     result = final if isinstance(final, dict) and not final.get("skipped") else job
     finished = _bool(result.get("finished", False), "download job's finished")
     lines = (sizes or {}).get("stdout_lines") or []
-    state = "done" if _bool(job.get("finished", False), "download job's finished") else "downloading"
+    state = "downloading"
+    if _bool(job.get("finished", False), "download job's finished"):
+        state = "stalled" if job.get("stalled") else "done"
     elapsed = int(time.time() if now is None else now) - int(started or 0)
-    why = ("failed (rc %s)" % result.get("rc", "none")) if finished else "did not finish within %s s" % hf["timeout"]
+    if not finished:
+        why = "did not finish within %s s" % hf["timeout"]
+    elif result.get("stalled"):
+        why = "stalled"  # hub_download's message says for how long and what to do
+    else:
+        why = "failed (rc %s)" % result.get("rc", "none")
     return {
         "finished": finished,
         "ok": finished and result.get("rc", 1) == 0,

@@ -181,6 +181,83 @@ def tls_context(directory):
     return context
 
 
+class Pki(object):
+    """A private CA made at test time (cryptography) and what it signed, as PEM files under ``directory``: ``ca``
+    (its certificate), ``server_cert``/``server_key`` (for 127.0.0.1), ``client_cert``/``client_key`` (CN
+    ``llmops-client``), and ``stranger_cert``/``stranger_key``, a client certificate signed by another CA. Private
+    keys are written 0600. ``server_context(require_client, version)``: the server's ssl.SSLContext, trusting the CA
+    for client certificates and requiring one when asked, speaking only that TLS version when given."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        ca_key, ca_name = self._key(), self._name("llmops test CA")
+        self.ca = self._write("ca.pem", self._cert(ca_name, ca_key, ca_name, ca_key, ca=True))
+        other_key, other_name = self._key(), self._name("another CA")
+        self.server_cert, self.server_key = self._pair("server", "127.0.0.1", ca_name, ca_key, server=True)
+        self.client_cert, self.client_key = self._pair("client", "llmops-client", ca_name, ca_key)
+        self.stranger_cert, self.stranger_key = self._pair("stranger", "llmops-client", other_name, other_key)
+
+    @staticmethod
+    def _key():
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        return ec.generate_private_key(ec.SECP256R1())
+
+    @staticmethod
+    def _name(common_name):
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+    @staticmethod
+    def _cert(subject, key, issuer, issuer_key, ca=False, server=False):
+        import datetime
+        import ipaddress
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if server:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                            critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    def _write(self, name, data, mode=0o644):
+        from cryptography.hazmat.primitives import serialization
+
+        if hasattr(data, "public_bytes"):
+            data = data.public_bytes(serialization.Encoding.PEM)
+        path = self.directory / name
+        path.write_bytes(data)
+        path.chmod(mode)
+        return str(path)
+
+    def _pair(self, stem, common_name, issuer, issuer_key, server=False):
+        from cryptography.hazmat.primitives import serialization
+
+        key = self._key()
+        cert = self._cert(self._name(common_name), key, issuer, issuer_key, server=server)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        return self._write(stem + ".pem", cert), self._write(stem + ".key", pem, 0o600)
+
+    def server_context(self, require_client=True, version=None):
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        if version is not None:
+            context.minimum_version = context.maximum_version = version
+        context.load_cert_chain(self.server_cert, self.server_key)
+        context.load_verify_locations(self.ca)
+        context.verify_mode = ssl.CERT_REQUIRED if require_client else ssl.CERT_NONE
+        return context
+
+
 def trickled(part, gap=0.05, seconds=20.0, tls=None):
     """A Trickle server whose answer trickles from ``part`` on, for ``seconds`` at ``gap`` a byte: ``headers`` (the
     status line on), ``chunk_size`` (a chunk-size line of a chunked answer), ``event`` (a server-sent event line)."""

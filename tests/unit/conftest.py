@@ -29,12 +29,12 @@ def fixtures_dir():
 
 @pytest.fixture
 def serve_http():
-    """serve_http(handler): an in-process HTTP server on a free loopback port answering with ``handler`` (a
-    BaseHTTPRequestHandler class), closed after the test."""
+    """serve_http(handler, tls=None): an in-process HTTP server on a free loopback port answering with ``handler`` (a
+    BaseHTTPRequestHandler class), HTTPS with ``tls`` (a server ssl.SSLContext), closed after the test."""
     servers = []
 
-    def serve(handler):
-        servers.append(LocalServer(handler))
+    def serve(handler, tls=None):
+        servers.append(LocalServer(handler, tls))
         return servers[-1]
     yield serve
     for server in servers:

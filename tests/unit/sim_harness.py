@@ -3,6 +3,7 @@
 import pathlib
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -23,15 +24,25 @@ def free_port():
 
 class LocalServer(object):
     """An in-process HTTP server on a free loopback port that answers with ``handler`` (a BaseHTTPRequestHandler
-    class); close() it."""
+    class); close() it. With ``tls`` (a server ssl.SSLContext) it speaks HTTPS, each handshake in the request's own
+    thread (a client that never finishes one blocks no other)."""
 
-    def __init__(self, handler):
+    def __init__(self, handler, tls=None):
         class Httpd(ThreadingHTTPServer):
             daemon_threads = True
             block_on_close = False
 
+            def handle_error(self, request, client_address):
+                # a handshake the server refused (no client certificate, an untrusted one) is what a TLS test is about
+                if tls is None or not isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError)):
+                    ThreadingHTTPServer.handle_error(self, request, client_address)
+
         self.httpd = Httpd(("127.0.0.1", 0), handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        scheme = "http"
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
+            scheme = "https"
+        self.url = "%s://127.0.0.1:%d" % (scheme, self.httpd.server_address[1])
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):

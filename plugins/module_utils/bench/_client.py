@@ -32,7 +32,7 @@ def _err(kind, message):
     return {"kind": kind, "message": message}
 
 
-def stream_chat(base, payload, api_key=None, timeout=600.0, validate_certs=True, use_proxy=True, keep_text=False):
+def stream_chat(base, payload, api_key=None, timeout=600.0, tls=None, use_proxy=True, keep_text=False):
     """Send one streaming chat completion and time it. Never raises for a server or network failure.
 
     Returns a dict: ok, error ({kind, message} or None), ttft_s, itl_s (list), latency_s, decode_s,
@@ -50,7 +50,7 @@ def stream_chat(base, payload, api_key=None, timeout=600.0, validate_certs=True,
     done = False
     last = None
     try:
-        answer = open_url(base, CHAT_PATH, "POST", payload, api_key, float(timeout), validate_certs, use_proxy,
+        answer = open_url(base, CHAT_PATH, "POST", payload, api_key, float(timeout), tls, use_proxy,
                           accept="text/event-stream")
         for raw in answer.lines(MAX_SSE_LINE, MAX_STREAM_BYTES):
             line = raw.strip()
@@ -153,7 +153,7 @@ def _short(data, limit=160):
 class Client(object):
     """Connection settings shared by every request of a run."""
 
-    def __init__(self, url, api_key=None, timeout=600.0, validate_certs=True, use_proxy=True):
+    def __init__(self, url, api_key=None, timeout=600.0, tls=None, use_proxy=True):
         self.base, self.host, self.port = normalize_url(url)
         try:
             check_api_key(api_key)
@@ -161,14 +161,14 @@ class Client(object):
             raise ServerInfoError(str(exc))
         self.api_key = api_key
         self.timeout = float(timeout)
-        self.validate_certs = validate_certs
+        self.tls = tls
         self.use_proxy = use_proxy
 
     def chat(self, payload, keep_text=False, timeout=None):
-        return stream_chat(self.base, payload, self.api_key, timeout or self.timeout, self.validate_certs, self.use_proxy, keep_text)
+        return stream_chat(self.base, payload, self.api_key, timeout or self.timeout, self.tls, self.use_proxy, keep_text)
 
     def endpoint(self, name, timeout=10.0):
-        return fetch_endpoint(self.base, name, self.api_key, min(timeout, self.timeout), self.validate_certs, self.use_proxy)
+        return fetch_endpoint(self.base, name, self.api_key, min(timeout, self.timeout), self.tls, self.use_proxy)
 
 
 def discover(client):

@@ -28,6 +28,7 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     gpu_info,
     host_files,
     host_state,
+    hub_download,
     kv_cache_budget,
     kv_cache_guard,
     log_audit,
@@ -47,7 +48,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 MODULES = {
     "accuracy_canary": accuracy_canary, "benchmark": benchmark, "checkpoint_info": checkpoint_info, "cmake_cuda_plan": cmake_cuda_plan,
     "cuda_binary_info": cuda_binary_info, "cuda_toolkit_info": cuda_toolkit_info, "gpu_info": gpu_info,
-    "host_files": host_files, "host_state": host_state, "kv_cache_budget": kv_cache_budget, "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
+    "host_files": host_files, "host_state": host_state, "hub_download": hub_download, "kv_cache_budget": kv_cache_budget,
+    "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
     "router_probe": router_probe, "router_worker": router_worker,
     "server_info": server_info, "sglang_args_check": sglang_args_check, "sglang_service_stop": sglang_service_stop,
     "sglang_wait_ready": sglang_wait_ready,
@@ -127,6 +129,11 @@ def _hint(name, module_name, m, files):
         return [{"name": m.pick(("pip_list", "a", m.junk())), "timeout": m.pick((1, 5, None)),
                  "argv": m.pick((["/bin/echo", m.junk()], ["/bin/true"], ["/bin/false"], [str(files.tmp / "no-python"), "-m", "pip"],
                                  ["/bin/cat", "/dev/null"], []))} for _i in range(m.r.randrange(3))]
+    if module_name == "hub_download" and name in ("cli", "local_dir", "stall_timeout", "sample_interval"):
+        # programs that end at once: the module runs what it is given, and stops only a stalled one
+        return m.pick({"cli": ("/bin/true", "/bin/false", str(files.tmp / "missing"), str(files.tmp / "dir"), "relative/hf"),
+                       "local_dir": (str(files.tmp / "dl"), str(files.tmp / "empty"), str(files.tmp / "missing")),
+                       "stall_timeout": (0, 1, -1), "sample_interval": (0.05, 0, -1.0)}[name])
     if module_name == "host_state" and name in ("paths", "read"):
         return [m.pick(tuple(files.odd) + (files.write(m.data(LOGS, 3)), m.junk())) for _i in range(m.r.randrange(4))]
     if module_name in ("host_files", "host_state") and name in ("directories", "files"):
@@ -237,7 +244,7 @@ def _args(m, spec, module_name, files):
 
 # Module -> fuzz cases. Modules whose main() is slow per case (a prompt to build, a checkpoint to copy) get fewer.
 CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cmake_cuda_plan": 400, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
-         "gpu_info": 800, "host_files": 800, "host_state": 400, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600,
+         "gpu_info": 800, "host_files": 800, "host_state": 400, "hub_download": 300, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600,
          "router_probe": 400, "router_worker": 800, "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800,
          "sglang_wait_ready": 800}
 

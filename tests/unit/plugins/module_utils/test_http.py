@@ -251,12 +251,12 @@ def test_a_trickled_answer_over_tls_times_out_by_the_request_deadline(part, tmp_
     try:
         start = time.monotonic()
         with pytest.raises(_http.FetchError) as exc:
-            with _http.open_url(server.url, "/", timeout=0.5, validate_certs=False) as answer:
+            with _http.open_url(server.url, "/", timeout=0.5, tls=False) as answer:
                 list(answer.lines(1 << 20, 1 << 24))
         took = time.monotonic() - start
         # an honest answer over the same TLS: the deadline handler speaks TLS
         server.head, server.tail, server.gap = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", b"", 0
-        assert _http.request(server.url, "/", timeout=5, validate_certs=False)[:2] == (200, b"{}")
+        assert _http.request(server.url, "/", timeout=5, tls=False)[:2] == (200, b"{}")
     finally:
         server.close()
     assert exc.value.cls == "timeout" and 0.4 < took < 2.5, (exc.value.message, took)

@@ -83,7 +83,7 @@ class FakeSystem(object):
             return 0, fake_journalctl.pid1_json(self.pid1, matches["INVOCATION_ID"], fields), ""
         raise AssertionError("unexpected command %r" % argv)
 
-    def http(self, url, timeout):
+    def http(self, url, timeout, tls):
         return self.health(self.shows)
 
 

@@ -154,3 +154,22 @@ def test_runs_as_a_standalone_module_process(serve, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert res["kv_cache_dtype"]["running"] == "bf16"
     assert KEY not in proc.stdout and KEY not in proc.stderr
+
+
+def test_ca_path_and_client_certificate_reach_a_server_that_requires_one(serve_http, tmp_path, capsys):
+    """Mutual TLS through the module's options, against a CA and certificates made at test time."""
+    from bench_servers import Pki  # tests/unit/bench_servers.py
+
+    pki = Pki(tmp_path)
+    srv = serve_http(sglang_handler(), tls=pki.server_context(require_client=True))
+    args = {"url": srv.url, "endpoints": ["server_info"], "ca_path": pki.ca}
+    res = run(dict(args, client_cert=pki.client_cert, client_key=pki.client_key), capsys)
+    assert not res.get("failed"), res.get("msg")
+    assert res["version"] == "0.5.23" and res["endpoints"]["server_info"]["ok"] is True
+    res = run(args, capsys)
+    assert res["failed"] is True and res["endpoints"]["server_info"]["error"]["class"] == "tls"
+    assert "set client_cert and client_key" in res["msg"]
+    os.chmod(pki.client_key, 0o604)
+    res = run(dict(args, client_cert=pki.client_cert, client_key=pki.client_key), capsys)
+    assert res["failed"] is True and "is readable by every user (mode 0604)" in res["msg"]
+    assert "endpoints" not in res  # refused before any request

@@ -60,7 +60,7 @@ def state(**kw):
 
 def run_module(module, params, capsys, monkeypatch, scripted, check_mode=False):
     if module is sglang_wait_ready:
-        fake = functools.partial(_readiness.wait_ready, run=scripted.run, http=lambda url, timeout: scripted.health,
+        fake = functools.partial(_readiness.wait_ready, run=scripted.run, http=lambda url, timeout, tls: scripted.health,
                                  clock=scripted.clock, sleep=scripted.sleep, proc_root="/nonexistent-proc")
         monkeypatch.setattr(module, "wait_ready", fake)
     else:
@@ -199,7 +199,7 @@ def test_each_poll_reads_only_what_the_journal_gained(fixtures_dir, tmp_path, ca
     monkeypatch.setenv("FAKE_JOURNAL_LOG", str(tmp_path / "calls"))
     clock = Scripted([])
     monkeypatch.setattr(sglang_wait_ready, "wait_ready", functools.partial(
-        _readiness.wait_ready, http=lambda url, timeout: (503, None), clock=clock.clock, sleep=clock.sleep))
+        _readiness.wait_ready, http=lambda url, timeout, tls: (503, None), clock=clock.clock, sleep=clock.sleep))
     tracemalloc.start()
     with patch_module_args({"unit": "sglang-qwen.service", "budget": 2700, "timeout": 9}):
         with pytest.raises(SystemExit):

@@ -308,12 +308,14 @@ def test_an_nfs_checkpoint_is_mounted_with_the_settings_and_must_lie_inside_the_
         runtime_checkpoint(settings(checkpoint_source="nfs", checkpoint_nfs_src="nas:/m", checkpoint_path="/models2/x"))
 
 
-def test_the_hub_command_keeps_the_token_out_of_argv():
+def test_the_hub_download_options_carry_no_token_and_the_stall_timeout():
     plan = runtime_checkpoint(settings(checkpoint_source="hf", checkpoint_hf_revision=REV, checkpoint_path="/srv/hf/ckpt"))
-    assert plan["hf"]["argv"] == ["sh", "-c", _sglang_runtime_plan.HF_WRAPPER, "hf-download", "/opt/sglang/venv/bin/hf", "download",
-                                  "nvidia/Qwen3.5-397B-A17B-NVFP4", "--revision", REV, "--local-dir", "/srv/hf/ckpt",
-                                  "--max-workers", "8"]
-    assert "HF_TOKEN" not in " ".join(plan["hf"]["argv"][4:])
+    assert plan["hf"]["args"] == {"cli": "/opt/sglang/venv/bin/hf", "repo": "nvidia/Qwen3.5-397B-A17B-NVFP4", "revision": REV,
+                                  "local_dir": "/srv/hf/ckpt", "max_workers": 8, "stall_timeout": 600}
+    assert runtime_checkpoint(settings(checkpoint_source="hf", checkpoint_hf_revision=REV,
+                                       download_stall_timeout=0))["hf"]["args"]["stall_timeout"] == 0
+    with pytest.raises(AnsibleFilterError, match="sglang_runtime_download_stall_timeout must be a whole number of at least 0"):
+        runtime_checkpoint(settings(checkpoint_source="hf", checkpoint_hf_revision=REV, download_stall_timeout=-1))
     # the role's check-mode line, as its Jinja wrote it
     assert plan["hf"]["check_mode"] == ("check mode: would download nvidia/Qwen3.5-397B-A17B-NVFP4@%s into /srv/hf/ckpt" % REV)
     assert "hf" not in runtime_checkpoint(settings())
@@ -398,6 +400,12 @@ def test_a_failed_download_names_the_cause_and_a_timeout_names_the_limit():
     assert not timeout["ok"] and "did not finish within 86400 s" in timeout["message"]
     done = runtime_hf_download(hub, {"finished": 1, "rc": 0}, final={"skipped": True})
     assert done["ok"] and done["finished"]
+    stalled = runtime_hf_download(hub, {"finished": 0}, final={"finished": 1, "failed": True, "rc": None, "stalled": True,
+                                                               "msg": "no progress for 600 s (stall_timeout 600): ...",
+                                                               "stderr_lines": []})
+    assert not stalled["ok"] and " stalled:\nno progress for 600 s" in stalled["message"]
+    line = runtime_hf_download(hub, {"finished": 1, "rc": None, "stalled": True}, {"stdout_lines": ["65536"]}, started=0)
+    assert " stalled: 64.00 KB in " in line["progress"]
 
 
 # ---- the record --------------------------------------------------------------------------------------------------

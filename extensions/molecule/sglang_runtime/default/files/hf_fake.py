@@ -5,7 +5,8 @@
 
 Records how it was called (argv, a hash of HF_TOKEN, whether the token shows in any process's
 argv) and "downloads" the files of a local checkpoint into --local-dir, slowly, through
-.incomplete files like the real CLI. A revision starting with "dead" fails like a bad revision.
+.incomplete files like the real CLI. A revision starting with "dead" fails like a bad revision; one starting
+with "5a11ed" ("stalled") writes one partial file and then hangs, as a download on a dead connection does.
 """
 
 import argparse
@@ -60,6 +61,11 @@ def main():
 
     partial = os.path.join(args.local_dir, ".cache", "huggingface", "download")
     os.makedirs(partial, exist_ok=True)
+    if args.revision.startswith("5a11ed"):
+        with open(os.path.join(partial, "model-00001-of-00004.safetensors.incomplete"), "wb") as f:
+            f.write(b"\0" * 65536)
+        time.sleep(3600)
+        return 0
     for name in sorted(os.listdir(SOURCE)):
         target = os.path.join(args.local_dir, name)
         if os.path.exists(target) and os.path.getsize(target) == os.path.getsize(os.path.join(SOURCE, name)):
