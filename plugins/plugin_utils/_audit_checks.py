@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import GIB, BudgetError, concurrency, plan
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
@@ -481,8 +482,25 @@ def audit(facts, settings):
         "report": report,
         "summary": {"verdict": result, "kv": guard["verdict"], "passed": guard["passed"], "issues": issues,
                     "report": "%s/%s/audit.json" % (settings["report_dir"], host), "line": line},
-        "stats": plain("%s kv=%s issues=%s" % (result, guard["verdict"], ",".join(issues) or "-")),
+        "stats": stats(result, guard, checks, issues, line, report),
     }
+
+
+def stats(result, guard, checks, issues, line, report):
+    """What set_stats publishes per host: AWX keeps it with the job (its artifacts), after the execution environment
+    and its report files are gone. The verdict, the guard's counts, each check's status, where the server was read and
+    the summary line; no evidence. Through _redact (the one redaction rule) and plain (the line carries server values)."""
+    deployment = report["deployment"]
+    return redact({
+        "verdict": result,
+        "kv": guard["verdict"],
+        "passed": guard["passed"],
+        "signals": "%s of %s" % (guard["available_signals"], guard["min_signals"]),
+        "issues": issues,
+        "checks": dict((c["id"], c["status"]) for c in checks),
+        "source": {"unit": deployment["unit"], "log_file": deployment["log_file"], "url": deployment["url"]},
+        "line": plain(line),
+    })
 
 
 def checks(settings, results, host):
