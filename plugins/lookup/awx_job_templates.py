@@ -20,7 +20,7 @@ options:
   _terms:
     description:
       - Job template entries C({name, description, playbook, survey, job_type}), optionally with C(notify) (true sends its
-        failures to O(notification)) and C(schedule) (C({name, rrule, enabled}), none with a null C(rrule)).
+        failures to O(notify)) and C(schedule) (C({name, rrule, enabled}), none with a null C(rrule)).
       - C(rrule) is AWX's rule, a start and an iCalendar RRULE, for example
         C(DTSTART;TZID=UTC:20260101T060000 RRULE:FREQ=DAILY;INTERVAL=1).
     type: list
@@ -34,7 +34,7 @@ options:
     description: The directory of the survey files (C(survey) is relative to it).
     type: path
     required: true
-  notification:
+  notify:
     description:
       - The notification template (C({name, notification_type, notification_configuration}), as
         M(awx.awx.notification_template) takes it) that the failures of the entries with C(notify) go to; unset, none.
@@ -80,7 +80,7 @@ _list:
       description: The survey (name, description, spec); null when it asks nothing.
       type: dict
     notify_error:
-      description: The notification templates its failures go to (empty without O(notification) or C(notify)).
+      description: The notification templates its failures go to (empty without O(notify) or the entry's C(notify)).
       type: list
       elements: str
     schedule:
@@ -113,7 +113,7 @@ class LookupModule(LookupBase):
                 except (OSError, yaml.YAMLError) as exc:
                     raise AnsibleLookupError("cannot read the survey %s: %s" % (path, exc))
                 result.append(job_template(entry, os.path.isfile(os.path.join(root, entry["playbook"])), survey,
-                                           kwargs.get("notification") or None))
+                                           kwargs.get("notify") or None))
             except TemplateError as exc:
                 raise AnsibleLookupError(str(exc))
         return result

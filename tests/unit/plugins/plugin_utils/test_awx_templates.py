@@ -33,7 +33,7 @@ def _templates(**play_vars):
 
 
 def run(terms, surveys=ROOT / "awx" / "surveys", notification=None):
-    return LookupModule().run(terms, variables={}, root=str(ROOT), surveys=str(surveys), notification=notification)
+    return LookupModule().run(terms, variables={}, root=str(ROOT), surveys=str(surveys), notify=notification)
 
 
 def test_the_project_s_job_templates_get_their_surveys():
