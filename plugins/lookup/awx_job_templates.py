@@ -15,9 +15,14 @@ author:
 description:
   - For each job template entry, says whether the project tree on the controller holds its playbook and loads its
     survey file, ready for M(awx.awx.job_template). A survey that asks nothing turns the survey off.
+  - Checks the job type (C(run), or C(check) for a dry run), and its schedule's rule, ready for M(awx.awx.schedule).
 options:
   _terms:
-    description: Job template entries C({name, description, playbook, survey, job_type}).
+    description:
+      - Job template entries C({name, description, playbook, survey, job_type}), optionally with C(notify) (true sends its
+        failures to O(notify)) and C(schedule) (C({name, rrule, enabled}), none with a null C(rrule)).
+      - C(rrule) is AWX's rule, a start and an iCalendar RRULE, for example
+        C(DTSTART;TZID=UTC:20260101T060000 RRULE:FREQ=DAILY;INTERVAL=1).
     type: list
     elements: dict
     required: true
@@ -29,6 +34,11 @@ options:
     description: The directory of the survey files (C(survey) is relative to it).
     type: path
     required: true
+  notify:
+    description:
+      - The notification template (C({name, notification_type, notification_configuration}), as
+        M(awx.awx.notification_template) takes it) that the failures of the entries with C(notify) go to; unset, none.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -69,6 +79,13 @@ _list:
     survey_spec:
       description: The survey (name, description, spec); null when it asks nothing.
       type: dict
+    notify_error:
+      description: The notification templates its failures go to (empty without O(notify) or the entry's C(notify)).
+      type: list
+      elements: str
+    schedule:
+      description: The schedule (C(name), C(rrule), C(enabled)); null when it has none.
+      type: dict
 """
 
 import os
@@ -95,7 +112,8 @@ class LookupModule(LookupBase):
                         survey = yaml.safe_load(f)
                 except (OSError, yaml.YAMLError) as exc:
                     raise AnsibleLookupError("cannot read the survey %s: %s" % (path, exc))
-                result.append(job_template(entry, os.path.isfile(os.path.join(root, entry["playbook"])), survey))
+                result.append(job_template(entry, os.path.isfile(os.path.join(root, entry["playbook"])), survey,
+                                           kwargs.get("notify") or None))
             except TemplateError as exc:
                 raise AnsibleLookupError(str(exc))
         return result

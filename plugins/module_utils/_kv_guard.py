@@ -41,6 +41,12 @@ The checkpoint resolves the setting the running server got (log dump, /server_in
 if that is ``auto`` while the unit's argv is explicit, the row still does not count.
 So the counted (independent) signals are at most one of argv/checkpoint plus server,
 log_dtype, pool_bytes and fp8_warning. Every available signal, counted or not, must agree.
+
+A log read from a plain file (``log_source`` ``file``) is not the journal: no field says which process wrote a line,
+whether that process still runs, or which start it belongs to (docs/security.md, "A log file"). Its signals (and
+the dump standing in for argv or server) are shown and must agree, but they count as one signal, and only when the
+file describes the server answering now (``log_file_binding``: the log's ``max_total_num_tokens``, the KV pool the
+KV dtype sizes, and its model path equal the live ``/server_info``'s); otherwise none of them counts.
 """
 
 from __future__ import annotations
@@ -60,6 +66,11 @@ from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import 
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import kv_release, kv_summary, parse_version
 
 SIGNALS = ("argv", "checkpoint", "server", "log_dtype", "pool_bytes", "fp8_warning")
+# Where log_facts come from: the unit's journal (entries judged by journald's own fields) or a plain file.
+LOG_SOURCES = ("journal", "file")
+# The signals read from the log, and the labels of the log dump standing in for argv or the server.
+LOG_SIGNALS = ("log_dtype", "pool_bytes", "fp8_warning")
+LOG_DUMP_LABELS = ("log ServerArgs dump", "log server_args dump")
 VERDICTS = ("bf16", "fp8", "other", "unknown")
 RESULT_VERDICTS = ("bf16", "fp8", "other", "mixed", "insufficient")
 # expected option -> the verdict that passes
@@ -527,6 +538,51 @@ def fp8_warning_signal(facts):
 
 
 # ---------------------------------------------------------------------------------------------
+# A log file
+
+
+def log_file_binding(facts, server_sum, server_info):
+    """(bound, why): whether a log file's facts describe the server that answers now. The KV pool's size
+    (max_total_num_tokens) follows the KV dtype (FP8 holds about twice the tokens of bf16), so a file of another start,
+    or one that another start appended to, shows another number; the model path must be the same too."""
+    if server_sum is None:
+        return False, "the live server's /server_info did not answer, so nothing ties the file to the server running now"
+    logged, live = whole_number(facts.get("max_total_num_tokens")), server_sum.get("max_total_num_tokens")
+    if logged is None or live is None:
+        return False, ("%s has no max_total_num_tokens to tie the file to the server running now"
+                       % ("the file" if logged is None else "/server_info"))
+    if logged != live:
+        return False, ("the file's max_total_num_tokens %d is not the live server's %d: it describes another start (an "
+                       "earlier one, or one appended to the same file)" % (logged, live))
+    paths = [v for v in (facts.get("model_path"), (server_info or {}).get("model_path")) if isinstance(v, str) and v]
+    if len(paths) == 2 and os.path.normpath(paths[0]) != os.path.normpath(paths[1]):
+        return False, "the file's model_path %s is not the live server's %s" % (_text(paths[0], 300), _text(paths[1], 300))
+    return True, "max_total_num_tokens %d equals the live server's" % live
+
+
+def _from_log(signal):
+    if signal["name"] in LOG_SIGNALS:
+        return True
+    label = signal["source"] if signal["name"] == "argv" else signal["evidence"] if signal["name"] == "server" else ""
+    return isinstance(label, str) and label.startswith(LOG_DUMP_LABELS)
+
+
+def file_signals(signals, bound, why):
+    """The signals with a log file's counting: its signals count as one when bound, else none of them."""
+    out, kept = [], False
+    for s in signals:
+        if _from_log(s) and s["counted"]:
+            if bound and not kept:
+                kept = True
+                s = dict(s, evidence="%s; from a log file, counted once for the file (%s)" % (s["evidence"], why))
+            else:
+                s = dict(s, counted=False, evidence="%s; from a log file, not counted (%s)" % (
+                    s["evidence"], "the file already counts once" if bound else why))
+        out.append(s)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Verdict
 
 
@@ -642,7 +698,8 @@ def evaluate(inputs):
     ``checkpoint_error``, ``server_info`` (a /server_info JSON object), ``server_error``,
     ``log_facts`` (``sglang_log._log_audit`` facts), ``tp_size``, ``expected`` (bf16 or fp8_e4m3),
     ``waiver_reason`` (required for fp8_e4m3), ``min_signals`` (default 3), ``checkpoint_given`` (the directory the
-    caller named, checked against the one served).
+    caller named, checked against the one served), ``log_source`` (``journal``, the default, or ``file``: see the
+    module docstring).
 
     The model served comes from the launch argv and /server_info (``served_model``); a disagreement between them, or
     with ``checkpoint_given``, fails the guard (verdict ``mixed``) naming both values.
@@ -663,6 +720,9 @@ def evaluate(inputs):
         raise GuardError("min_signals must be an integer from 1 to %d (the independent signals that can say %s), "
                          "got %r" % (max_countable(expected_cls), expected_cls, min_signals))
     min_signals = whole_number(min_signals)
+    log_source = inputs.get("log_source") or "journal"
+    if log_source not in LOG_SOURCES:
+        raise GuardError("log_source must be one of %s, got %r" % (", ".join(LOG_SOURCES), log_source))
 
     facts = _dict(inputs.get("log_facts"))
     ckpt = _dict(inputs.get("checkpoint"))
@@ -707,6 +767,11 @@ def evaluate(inputs):
         pool_signal(facts, arch, tp_size, tp_label),
         fp8_warning_signal(facts),
     ]
+    if facts is not None and log_source == "file":
+        bound, why = log_file_binding(facts, server_sum, info if server_sum is not None else None)
+        signals = file_signals(signals, bound, why)
+        if not bound:
+            notes.append("the log file's signals do not count: %s" % why)
     verdict, counted = _overall(signals, expected_cls, min_signals)
     passed = verdict == expected_cls or (expected_cls == "fp8" and verdict == "bf16")
     waived = passed and expected_cls == "fp8" and verdict == "fp8"

@@ -123,6 +123,19 @@ options:
       - Facts of an earlier invocation describe an earlier server. Pass only the current one's facts, which is
         what log_audit reports for a log holding several starts.
     type: dict
+  log_source:
+    description:
+      - Where O(log_facts) were read. V(journal) is the unit's journal, whose entries C(log_audit) judges by the fields
+        journald sets (the unit's current invocation, its processes' stdout).
+      - V(file) is a plain log file (C(log_audit) O(llmops.sglang.log_audit#module:path)), which says none of that
+        (which process wrote a line, whether it still runs, which start a line belongs to). Its signals (C(log_dtype),
+        C(pool_bytes), C(fp8_warning), a log dump standing in for C(argv) or C(server)) are shown and must agree with
+        the others, but together they count as one independent signal, and only when the log describes the server
+        answering O(url) now, its C(max_total_num_tokens) (the KV pool, which the KV dtype sizes) and model path equal
+        to C(/server_info)'s. Otherwise none of them counts, and RV(notes) says why.
+    type: str
+    choices: [journal, file]
+    default: journal
   tp_size:
     description:
       - Tensor-parallel size for the C(pool_bytes) arithmetic. By default it is taken from O(log_facts), then
@@ -165,6 +178,17 @@ EXAMPLES = r"""
     url: http://127.0.0.1:30000
     api_key: "{{ sglang_api_key }}"
     log_facts: "{{ sglang_log.facts }}"
+
+- name: Audit a server started by hand that logs to a file (no unit; the launch command from /server_info)
+  llmops.sglang.log_audit:
+    path: /var/log/sglang/server.log
+  register: file_log
+
+- name: Its file's signals count as one, and only when the file describes the server answering now
+  llmops.sglang.kv_cache_guard:
+    url: http://127.0.0.1:8000
+    log_facts: "{{ file_log.facts }}"
+    log_source: file
 
 - name: Accept a calibrated FP8 KV cache on a capacity-test host
   llmops.sglang.kv_cache_guard:
@@ -367,6 +391,7 @@ def main():
             timeout=dict(type="float", default=10),
             **TLS_ARGUMENT_SPEC,
             log_facts=dict(type="dict"),
+            log_source=dict(type="str", choices=["journal", "file"], default="journal"),
             tp_size=dict(type="int"),
             expected=dict(type="str", choices=["bf16", "fp8_e4m3"], default="bf16"),
             waiver_reason=dict(type="str"),
@@ -383,6 +408,7 @@ def main():
         "min_signals": p["min_signals"],
         "tp_size": p["tp_size"],
         "log_facts": p["log_facts"],
+        "log_source": p["log_source"],
     }
     if p["tp_size"] is not None and p["tp_size"] < 1:
         module.fail_json(msg="tp_size must be >= 1 (the server's --tp-size), got %d" % p["tp_size"])

@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import jinja_int as _int
 from ansible_collections.llmops.sglang.plugins.module_utils._kv_budget import GIB, BudgetError, concurrency, plan
+from ansible_collections.llmops.sglang.plugins.module_utils._redact import redact
 from ansible_collections.llmops.sglang.plugins.plugin_utils._report_text import plain
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
 
@@ -44,7 +45,7 @@ MIN_POOL_GB = 0.1
 ISSUES = ("fail", "warning", "note", "unknown")
 # The settings audit() reads, without their audit_ prefix, and their defaults.
 DEFAULTS = {
-    "unit": None, "url": None, "report_dir": None,
+    "unit": None, "log_file": None, "url": None, "report_dir": None,
     "expected_kv_dtype": "bf16", "min_signals": 3,
     "expected_quantization": "modelopt_fp4", "expected_quant_algo": "NVFP4",
     "expected_mamba_ssm_dtype": "float32", "spec_min_accept_length": 2.0,
@@ -182,7 +183,8 @@ def check_weights(findings, si, quant, settings):
                   [s["text"] for s in sources], fix)
 
 
-def check_log(findings, lf, log_error):
+def check_log(findings, lf, log_error, log_file=None):
+    where = ("the log file %s" % log_file) if log_file else "the current invocation's log"
     listed = [f for f in findings if f.get("rule") not in INTERNAL_RULES]
     problems = [f for f in listed if f.get("severity") in ("error", "warning")]
     active = [f for f in problems if not f.get("waived")]
@@ -191,11 +193,11 @@ def check_log(findings, lf, log_error):
         short, status, summary = "unknown", "unknown", "the log could not be read: %s" % log_error
     elif active:
         short, status = "%d finding(s)" % len(active), "warning"
-        summary = "%d finding(s) in the current invocation's log: %s" % (
-            len(active), ", ".join("%s x%s" % (f.get("rule"), f.get("count")) for f in active))
+        summary = "%d finding(s) in %s: %s" % (
+            len(active), where, ", ".join("%s x%s" % (f.get("rule"), f.get("count")) for f in active))
     else:
         short, status = "clean", "ok"
-        summary = "no precision warning or error in the current invocation's log" + (
+        summary = "no precision warning or error in " + where + (
             " (%d waived)" % len(waived) if waived else "")
     fixes = []
     for f in active:
@@ -427,7 +429,7 @@ def audit(facts, settings):
     checks = [
         check_kv(guard),
         check_weights(findings, si, quant, settings),
-        check_log(findings, lf, guard["log_error"]),
+        check_log(findings, lf, guard["log_error"], settings["log_file"]),
         check_spec(si, settings),
         check_context(si, models, lf, arch),
         check_mamba(findings, si, lf, arch, env, plans.get("bf16"), settings),
@@ -446,6 +448,8 @@ def audit(facts, settings):
         "capacity": table,
         "deployment": {
             "unit": settings["unit"],
+            # null: the unit's journal is the log
+            "log_file": settings["log_file"],
             "unit_state": "unknown" if unit_state is None else unit_state,
             "url": settings["url"],
             "checkpoint": facts.get("model_dir"),
@@ -478,8 +482,25 @@ def audit(facts, settings):
         "report": report,
         "summary": {"verdict": result, "kv": guard["verdict"], "passed": guard["passed"], "issues": issues,
                     "report": "%s/%s/audit.json" % (settings["report_dir"], host), "line": line},
-        "stats": plain("%s kv=%s issues=%s" % (result, guard["verdict"], ",".join(issues) or "-")),
+        "stats": stats(result, guard, checks, issues, line, report),
     }
+
+
+def stats(result, guard, checks, issues, line, report):
+    """What set_stats publishes per host: AWX keeps it with the job (its artifacts), after the execution environment
+    and its report files are gone. The verdict, the guard's counts, each check's status, where the server was read and
+    the summary line; no evidence. Through _redact (the one redaction rule) and plain (the line carries server values)."""
+    deployment = report["deployment"]
+    return redact({
+        "verdict": result,
+        "kv": guard["verdict"],
+        "passed": guard["passed"],
+        "signals": "%s of %s" % (guard["available_signals"], guard["min_signals"]),
+        "issues": issues,
+        "checks": dict((c["id"], c["status"]) for c in checks),
+        "source": {"unit": deployment["unit"], "log_file": deployment["log_file"], "url": deployment["url"]},
+        "line": plain(line),
+    })
 
 
 def checks(settings, results, host):

@@ -7,7 +7,8 @@ Each playbook's first play is rendered by ansible-playbook as it is (its vars an
 by a task that writes what the other roles would get: the URL must parse by the collection's URL rule for an IPv6
 bind, the server's API key must reach the audit and the benchmark, the server's KV waiver the guard, the server's
 GPUs and memory the preflight, the preflight's arch and toolkit the kernel build, in site.yml, audit.yml and
-benchmark.yml.
+benchmark.yml. audit.yml loads no wiring: the audit role's defaults (imported into the probe, as the play's roles
+bring them) must give the same values, and an inventory's audit_* must win over them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release"]
+# What audit.yml hands the audit role through the role's own defaults, not the wiring.
+AUDIT_WIRED = [name for name in WIRED if name.startswith("audit_")]
 KEY = "sk-wiring-test-2f8d"
 # What the roles' defaults give in site.yml, where the server and preflight roles are imported (the probe has no roles).
 ROLE_DEFAULTS = {"sglang_server_tp_size": 8, "sglang_server_mem_fraction_static": 0.85, "sglang_server_nodes_group": None,
@@ -57,49 +60,76 @@ HOSTS = {
 }
 
 
-@pytest.fixture(scope="module", params=PLAYBOOKS)
-def wired(request, tmp_path_factory):
-    """What the audit and the benchmark get from the playbook's first play, per host: the play rendered by
-    ansible-playbook with its own vars and vars_files, its roles and tasks replaced by one that writes the values."""
-    tmp = tmp_path_factory.mktemp("wiring")
-    play = _load(ROOT / "playbooks" / request.param)[0]
-    values = "{%s}" % ", ".join("'%s': %s | default('unwired')" % (k, k) for k in WIRED)
+def _render(tmp, playbook, names, inventory, check=False):
+    """{host: {name: value}} as the playbook's first play resolves names for each host of the inventory: the play
+    rendered by ansible-playbook with its own vars and vars_files, its roles replaced by their defaults (the audit
+    role's tasks_from source, which only checks where the log is) and a task that writes the values."""
+    play = _load(ROOT / "playbooks" / playbook)[0]
+    values = "{%s}" % ", ".join("'%s': %s | default('unwired')" % (k, k) for k in names)
+    roles = [{"ansible.builtin.import_role": {"name": "llmops.sglang.audit", "tasks_from": "source"}}
+             for r in play.get("roles") or [] if (r.get("role") if isinstance(r, dict) else r) == "llmops.sglang.audit"]
     probe = {
         "hosts": play["hosts"],
         "gather_facts": False,
         "vars": play.get("vars") or {},
         "vars_files": [str(ROOT / "playbooks" / f) for f in play.get("vars_files") or []],
-        "tasks": [{"ansible.builtin.copy": {"dest": str(tmp) + "/{{ inventory_hostname }}.json", "mode": "0600",
-                                            "content": "{{ %s | to_json }}" % values}}],
+        "tasks": roles + [{"ansible.builtin.copy": {"dest": str(tmp) + "/{{ inventory_hostname }}.json", "mode": "0600",
+                                                    "content": "{{ %s | to_json }}" % values},
+                                         "check_mode": False}],
     }
     (tmp / "play.yml").write_text(yaml.safe_dump([probe]))
-    hosts = {h: dict(ROLE_DEFAULTS, **v, ansible_connection="local", ansible_python_interpreter=sys.executable)
-             for h, v in HOSTS.items()}
-    (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts},
-                                                                            "pair": {"hosts": {"ipv6": {}, "wildcard6": {}}}}}}))
+    (tmp / "inventory.yml").write_text(yaml.safe_dump(inventory))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.yml"),
-                           str(tmp / "play.yml")], env=env, capture_output=True, text=True, timeout=300, check=False)
+                           str(tmp / "play.yml")] + (["--check"] if check else []),
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {h: json.loads((tmp / ("%s.json" % h)).read_text()) for h in HOSTS}
+    hosts = inventory["all"]["children"]["sglang_servers"]["hosts"]
+    return {h: json.loads((tmp / ("%s.json" % h)).read_text()) for h in hosts}
+
+
+def _local(hosts):
+    return {h: dict(v, ansible_connection="local", ansible_python_interpreter=sys.executable) for h, v in hosts.items()}
+
+
+@pytest.fixture(scope="module", params=PLAYBOOKS)
+def wired(request, tmp_path_factory):
+    """What the audit and the benchmark get from the playbook's first play, per host; only the names the playbook
+    wires (audit.yml: the audit's)."""
+    hosts = _local({h: dict(ROLE_DEFAULTS, **v) for h, v in HOSTS.items()})
+    inventory = {"all": {"children": {"sglang_servers": {"hosts": hosts}, "pair": {"hosts": {"ipv6": {}, "wildcard6": {}}}}}}
+    got = _render(tmp_path_factory.mktemp("wiring"), request.param, WIRED, inventory)
+    names = AUDIT_WIRED if request.param == "audit.yml" else WIRED
+    return _Wired({h: {k: v for k, v in values.items() if k in names} for h, values in got.items()}, names)
+
+
+class _Wired(dict):
+    """Per host values, and the names this playbook wires: an expectation is compared on those."""
+
+    def __init__(self, values, names):
+        super().__init__(values)
+        self.names = names
+
+    def only(self, expected):
+        return {k: v for k, v in expected.items() if k in self.names}
 
 
 def test_an_ipv6_bind_gives_a_url_that_parses(wired):
-    assert wired["ipv6"]["audit_url"] == wired["ipv6"]["benchmark_url"] == "http://[fd00::11]:30001"
+    assert wired["ipv6"]["audit_url"] == wired["ipv6"].get("benchmark_url", "http://[fd00::11]:30001") == "http://[fd00::11]:30001"
     assert parse_base_url(wired["ipv6"]["audit_url"]) == ("http://[fd00::11]:30001", "fd00::11", 30001)
 
 
 def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
-    assert wired["ipv6"] == {"audit_unit": "sglang-a", "audit_url": "http://[fd00::11]:30001", "audit_api_key": KEY,
+    assert wired["ipv6"] == wired.only({"audit_unit": "sglang-a", "audit_url": "http://[fd00::11]:30001", "audit_api_key": KEY,
                              "audit_checkpoint": "/models/a", "benchmark_url": "http://[fd00::11]:30001",
                              "benchmark_api_key": KEY, "benchmark_model": "a",
                              "audit_expected_kv_dtype": "fp8_e4m3", "audit_kv_waiver_reason": "capacity test OPS-1",
                              "gpu_preflight_gpu_count": 8, "gpu_preflight_mem_fraction_static": 0.9,
                              "sgl_kernel_cuda_archs": ["sm_90a"], "sgl_kernel_require_archs": ["sm_90a"],
-                             "sgl_kernel_cuda_min_release": "12.4"}
-    assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"]["benchmark_api_key"] == KEY
-    assert wired["unset"]["audit_api_key"] is None and wired["unset"]["benchmark_api_key"] is None
+                             "sgl_kernel_cuda_min_release": "12.4"})
+    assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"].get("benchmark_api_key", KEY) == KEY
+    assert wired["unset"]["audit_api_key"] is None and wired["unset"].get("benchmark_api_key") is None
 
 
 def test_the_server_s_kv_waiver_is_the_guard_s_and_its_gpus_the_preflight_s(wired):
@@ -107,6 +137,8 @@ def test_the_server_s_kv_waiver_is_the_guard_s_and_its_gpus_the_preflight_s(wire
     The preflight asks each host for --tp-size over the model's nodes GPUs, with the server's memory fraction free."""
     assert (wired["ipv6"]["audit_expected_kv_dtype"], wired["ipv6"]["audit_kv_waiver_reason"]) == ("fp8_e4m3", "capacity test OPS-1")
     assert (wired["unset"]["audit_expected_kv_dtype"], wired["unset"]["audit_kv_waiver_reason"]) == ("bf16", None)
+    if "gpu_preflight_gpu_count" not in wired.names:
+        return
     assert wired["ipv6"]["gpu_preflight_gpu_count"] == 16 // 2 and wired["unset"]["gpu_preflight_gpu_count"] == 8
     assert wired["unset"]["gpu_preflight_mem_fraction_static"] == 0.85
     assert wired["unset"]["sgl_kernel_cuda_archs"] == wired["unset"]["sgl_kernel_require_archs"] == ["sm_120a"]
@@ -125,18 +157,60 @@ def test_no_inventory_sets_a_wired_variable():
 @pytest.mark.parametrize("host, url", [("unset", "http://127.0.0.1:30000"), ("wildcard4", "http://127.0.0.1:30000"),
                                        ("wildcard6", "http://[::1]:30000"), ("address", "http://10.0.0.11:30000")])
 def test_the_url_is_the_server_s_on_its_own_host(wired, host, url):
-    assert wired[host]["audit_url"] == wired[host]["benchmark_url"] == url
+    assert wired[host]["audit_url"] == wired[host].get("benchmark_url", url) == url
     parse_base_url(url)
 
 
 def test_every_play_with_the_audit_or_the_benchmark_is_wired():
-    """A play that runs the audit or benchmark role loads the one wiring (so none is left without the key)."""
+    """A play that runs the audit or benchmark role loads the one wiring (so none is left without the key); audit.yml
+    alone leaves it to the audit role's defaults, so that an inventory's audit_* wins there."""
     for path in sorted((ROOT / "playbooks").glob("*.yml")):
         for play in _load(path) or []:
             text = json.dumps(play)
-            if "llmops.sglang.audit" in text or "llmops.sglang.benchmark" in text:
+            if path.name == "audit.yml":
+                assert not play.get("vars_files") and not set(WIRED) & set(play.get("vars") or {}), path.name
+            elif "llmops.sglang.audit" in text or "llmops.sglang.benchmark" in text:
                 assert "vars/server_wiring.yml" in (play.get("vars_files") or []), path.name
                 assert not set(WIRED) & set(play.get("vars") or {}), "%s wires the server a second time" % path.name
+
+
+# Servers the collection did not deploy, as an operator's inventory names them; the server's own settings are there
+# too (a fleet partly deployed by site.yml), and the inventory's audit_* win over what the role derives from them.
+EXISTING = {
+    "by-unit": {"sglang_server_unit": "sglang-a", "sglang_server_port": 30001, "audit_unit": "vllm-compat-sglang",
+                "audit_url": "http://127.0.0.1:8000"},
+    "by-file": {"audit_log_file": "/var/log/sglang/server.log", "audit_url": "http://127.0.0.1:8001"},
+    "by-group": {"sglang_server_unit": "sglang-b"},
+    "deployed": {"sglang_server_unit": "sglang-c", "sglang_server_host": "0.0.0.0", "sglang_server_port": 30002},
+}
+
+
+def test_in_audit_yml_the_inventory_s_values_win(tmp_path):
+    """ansible-playbook in check mode on a tiny inventory: host vars and group vars (all's, the lowest an inventory
+    has) win over the role's defaults; a host with a log file and a URL has no unit; a host without audit_* gets the
+    server's settings; in site.yml the wiring still wins over the same inventory."""
+    hosts = _local({h: dict(v) for h, v in EXISTING.items()})
+    inventory = {"all": {"vars": {}, "children": {"sglang_servers": {"hosts": hosts},
+                                                  "hand_started": {"hosts": {"by-group": {}},
+                                                                   "vars": {"audit_unit": "sglang-by-hand"}}}}}
+    names = ["audit_unit", "audit_url", "audit_log_file"]
+    got = _render(tmp_path, "audit.yml", names, inventory, check=True)
+    assert got["by-unit"] == {"audit_unit": "vllm-compat-sglang", "audit_url": "http://127.0.0.1:8000", "audit_log_file": None}
+    assert got["by-file"] == {"audit_unit": None, "audit_url": "http://127.0.0.1:8001",
+                              "audit_log_file": "/var/log/sglang/server.log"}
+    assert got["by-group"]["audit_unit"] == "sglang-by-hand"
+    assert got["deployed"] == {"audit_unit": "sglang-c", "audit_url": "http://127.0.0.1:30002", "audit_log_file": None}
+    inventory["all"]["vars"] = {"audit_unit": "sglang-everywhere"}
+    got = _render(tmp_path, "audit.yml", names, inventory, check=True)
+    assert got["deployed"]["audit_unit"] == "sglang-everywhere" and got["by-unit"]["audit_unit"] == "vllm-compat-sglang"
+    site = _render(tmp_path, "site.yml", names, inventory, check=True)
+    assert site["by-unit"] == {"audit_unit": "sglang-a", "audit_url": "http://127.0.0.1:30001", "audit_log_file": None}
+
+
+def test_an_audit_without_a_unit_or_a_log_file_stops_naming_both(tmp_path):
+    inventory = {"all": {"children": {"sglang_servers": {"hosts": _local({"nowhere": {"audit_unit": ""}})}}}}
+    with pytest.raises(AssertionError, match="set audit_unit .* or audit_log_file"):
+        _render(tmp_path, "audit.yml", ["audit_unit"], inventory)
 
 
 RUNTIME_TASKS = ROOT / "roles" / "sglang_runtime" / "tasks"

@@ -654,7 +654,7 @@ EXECSTART = ["{ path=/opt/sglang/bin/python ; argv[]=/opt/sglang/bin/python -m s
              "--kv-cache-dtype bf16 ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; "
              "status=0/0 }", "ExecStart=/usr/bin/python3 -m sglang.launch_server --kv-cache-dtype fp8_e4m3"]
 GUARD_KEYS = ("expected", "waiver_reason", "min_signals", "tp_size", "argv", "argv_source", "argv_error", "log_facts", "checkpoint",
-              "checkpoint_error", "server_info", "server_error")
+              "checkpoint_error", "server_info", "server_error", "log_source")
 
 
 def _guard_case(m):
@@ -662,7 +662,7 @@ def _guard_case(m):
     inputs = {}
     for key in GUARD_KEYS:
         if m.chance(2):
-            inputs[key] = m.pick((m.scalar(), m.value(), words, "bf16", "fp8_e4m3", 8, m.json(SERVER_INFO or [{}])))
+            inputs[key] = m.pick((m.scalar(), m.value(), words, "bf16", "fp8_e4m3", "file", 8, m.json(SERVER_INFO or [{}])))
     return words, m.text(EXECSTART), inputs
 
 

@@ -860,3 +860,67 @@ def test_checkpoint_signal_follows_the_gpu_rule_that_decided(fixtures_dir):
     # without the GPU the checkpoint cannot tell: it proves nothing either way
     anywhere = kg.evaluate({"argv": argv, "checkpoint": ck.inspect_checkpoint(shape), "min_signals": 1})
     assert by_name(anywhere)["checkpoint"]["verdict"] == "unknown" and not anywhere["passed"]
+
+
+# --- a log read from a plain file (log_source file) ----------------------------------------------
+
+
+def _real_h200(fixtures_dir, log, answer):
+    real = fixtures_dir / "real-sglang"
+    facts = sglang_log.audit_path(str(real / ("sglang-0.5.16-h200-%s.log" % log)))["facts"]
+    return facts, si.clean(json.loads((real / ("sglang-0.5.16-h200-%s.server_info.json" % answer)).read_text()))
+
+
+def test_a_log_file_counts_once_and_only_for_the_server_answering_now(fixtures_dir):
+    """The real H200 run wrote its log to a file: read as the journal it gives three signals (the dump's flag, the
+    schedulers, the pool's dtype line); as a file its signals count once, since one writer of the file wrote them all."""
+    facts, info = _real_h200(fixtures_dir, "trap-bf16-forged", "trap-bf16")
+    assert facts["max_total_num_tokens"] == info["max_total_num_tokens"] == 43690284
+    journal = kg.evaluate({"server_info": info, "log_facts": facts})
+    as_file = kg.evaluate({"server_info": info, "log_facts": facts, "log_source": "file"})
+    assert journal["passed"] and [s["name"] for s in journal["signals"] if s["counted"]] == ["argv", "server", "log_dtype"]
+    assert as_file["verdict"] == "insufficient" and not as_file["passed"]
+    assert [s["name"] for s in as_file["signals"] if s["counted"]] == ["argv", "server"]
+    sig = by_name(as_file)
+    assert "from a log file, counted once for the file (max_total_num_tokens 43690284 equals the live server's)" in sig["argv"]["evidence"]
+    assert sig["log_dtype"]["available"] and "the file already counts once" in sig["log_dtype"]["evidence"]
+    # the launch command read elsewhere (a unit's ExecStart) is a signal of its own: three, and the guard passes
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", info["model_path"], "--kv-cache-dtype", "bf16"]
+    with_unit = kg.evaluate({"argv": argv, "server_info": info, "log_facts": facts, "log_source": "file"})
+    assert with_unit["passed"] and [s["name"] for s in with_unit["signals"] if s["counted"]] == ["argv", "server", "log_dtype"]
+
+
+def test_a_log_file_of_another_start_counts_for_nothing(fixtures_dir):
+    """The bf16 start's file next to the FP8 start's live server (real runs, same checkpoint): the pool the KV dtype
+    sizes differs (43690284 tokens against 87380569), so the file describes another start; its bf16 lines still
+    contradict the live server, so the guard fails."""
+    facts, info = _real_h200(fixtures_dir, "trap-bf16-forged", "trap-fp8")
+    res = kg.evaluate({"server_info": info, "log_facts": facts, "log_source": "file", "min_signals": 1})
+    assert res["verdict"] == "mixed" and not res["passed"]
+    assert [s["name"] for s in res["signals"] if s["counted"]] == ["server"]
+    assert any("max_total_num_tokens 43690284 is not the live server's 87380569" in n for n in res["notes"])
+    # without the live server nothing ties a file to the server running now
+    res = kg.evaluate({"log_facts": facts, "log_source": "file", "min_signals": 1})
+    assert res["verdict"] == "insufficient" and res["available_signals"] == 0
+    assert any("/server_info did not answer" in n for n in res["notes"])
+    # nor when the two name other models
+    facts, info = _real_h200(fixtures_dir, "trap-bf16-forged", "trap-bf16")
+    res = kg.evaluate({"server_info": info, "log_facts": dict(facts, model_path="/models/other"), "log_source": "file"})
+    assert any("model_path /models/other is not the live server's" in n for n in res["notes"])
+
+
+def test_a_0_5_23_server_started_by_hand_passes_on_its_log_file(ckpts):
+    """No unit: the launch command is /server_info's, the server its own signal, the file one more."""
+    info = server("0.5.23-bf16")
+    res = kg.evaluate({"checkpoint": ckpts["fp8"], "server_info": info, "log_source": "file",
+                       "log_facts": facts_0_5_23("torch.bfloat16", 2, info["max_total_num_tokens"], "bf16")})
+    assert res["passed"] and [s["name"] for s in res["signals"] if s["counted"]] == ["argv", "server", "log_dtype"]
+    assert not by_name(res)["pool_bytes"]["counted"] and by_name(res)["pool_bytes"]["verdict"] == "bf16"
+    fp8 = kg.evaluate({"checkpoint": ckpts["fp8"], "server_info": server("0.5.23-auto-fp8-checkpoint"), "log_source": "file",
+                       "log_facts": facts_0_5_23("torch.float8_e4m3fn", 1, 3700000, "auto")})
+    assert fp8["verdict"] == "fp8" and not fp8["passed"]
+
+
+def test_an_unknown_log_source_is_refused():
+    with pytest.raises(kg.GuardError, match="log_source must be one of journal, file, got 'syslog'"):
+        kg.evaluate({"log_source": "syslog"})

@@ -104,6 +104,24 @@ def test_bf16_on_a_live_server_with_mtp_passes(sim, lab, capsys):
     assert res["server"]["ok"] is True and res["msg"].startswith("KV cache guard passed")
 
 
+def test_a_server_started_by_hand_is_judged_on_its_log_file_and_its_answer(sim, lab, capsys):
+    """No unit, no argv: the launch command is the live server's (/server_info launch_command); the file it writes
+    counts once. The file of an earlier start (FP8) next to the live bf16 server counts for nothing and disagrees."""
+    _argv, url, log = sim(lab, kv="bf16")
+    facts = _log_audit.audit_path(str(log))["facts"]
+    res = run({"url": url, "api_key": KEY, "log_facts": facts, "log_source": "file"}, capsys)
+    assert not res.get("failed"), res.get("msg")
+    assert [s["name"] for s in res["signals"] if s["counted"]] == ["argv", "server", "log_dtype"]
+    assert rows(res)["argv"]["source"].startswith("/server_info launch_command")
+    _argv, _url, earlier = sim(lab, kv="fp8_e4m3")
+    stale = _log_audit.audit_path(str(earlier))["facts"]
+    res = run({"url": url, "api_key": KEY, "log_facts": stale, "log_source": "file"}, capsys)
+    assert res["failed"] is True and res["verdict"] == "mixed"
+    assert [s["name"] for s in res["signals"] if s["counted"]] == ["argv", "server"]
+    assert any("is not the live server's" in note for note in res["notes"])
+    assert KEY not in json.dumps(res)
+
+
 def test_wrong_api_key_leaves_the_server_unknown(sim, lab, capsys):
     argv, url, log = sim(lab, kv="bf16")
     res = run({"argv": argv, "checkpoint": lab, "url": url, "api_key": "wrong",

@@ -87,7 +87,13 @@ def test_lab_auto_summary_line_is_the_documented_one(lab):
     assert result["summary"]["line"] == (
         "FAIL  kv=fp8     weights=modelopt_fp4/NVFP4  ssm=bfloat16  spec=off         ctx/pool=262144/3691767   "
         "32K:112 128K:28      issues=kv_cache_dtype,log_findings,mamba_ssm_dtype")
-    assert result["stats"] == "FAIL kv=fp8 issues=kv_cache_dtype,log_findings,mamba_ssm_dtype"
+    assert result["stats"] == {
+        "verdict": "FAIL", "kv": "fp8", "passed": False, "signals": "3 of 3",
+        "issues": ["kv_cache_dtype", "log_findings", "mamba_ssm_dtype"],
+        "checks": {"kv_cache_dtype": "fail", "weight_quantization": "ok", "log_findings": "warning",
+                   "speculative_decoding": "n/a", "context_capacity": "ok", "mamba_ssm_dtype": "note", "kv_capacity": "info"},
+        "source": {"unit": SETTINGS["unit"], "log_file": None, "url": SETTINGS["url"]},
+        "line": result["summary"]["line"]}
     assert result["summary"]["report"] == "/srv/reports/au-auto/audit.json"
     assert result["summary"]["issues"] == ["kv_cache_dtype", "log_findings", "mamba_ssm_dtype"]
 
@@ -336,3 +342,18 @@ def test_a_check_that_could_not_run_makes_the_host_warn(lab):
     assert result["report"]["deployment"]["server_errors"] == ["server_info: connection refused"]
     # the context length falls back to the checkpoint's, the pool size to the log's
     assert by_id(result)["context_capacity"]["short"] == "262144/1730566"
+
+
+def test_what_set_stats_publishes_for_awx_passes_redaction(real):
+    """AWX keeps set_stats with the job: the verdict summary holds no evidence, and a secret that reached a value it does
+    hold (here a weight format the log names, and an URL with a password) is masked by _redact, the one rule."""
+    facts = real("trap-bf16", "trap-bf16-forged")
+    clean = _audit_checks.audit(facts, TRAP)["stats"]
+    assert clean == redact(clean) and clean["verdict"] in ("OK", "NOTE", "WARN") and clean["kv"] == "bf16"
+    assert clean["source"] == {"unit": TRAP["unit"], "log_file": None, "url": TRAP["url"]}
+    token = "hf_" + "Q" * 34
+    facts["server"]["server_info"]["quantization"] = token
+    leaky = _audit_checks.audit(facts, dict(TRAP, url="http://ops:api_key=%s@127.0.0.1:30000" % token))
+    # the modules mask what they return; the stats are masked again, whatever reached the facts
+    assert token in leaky["summary"]["line"] + json.dumps(leaky["report"])
+    assert token not in json.dumps(leaky["stats"]) and leaky["stats"] == redact(leaky["stats"])

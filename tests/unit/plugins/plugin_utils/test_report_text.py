@@ -178,11 +178,24 @@ def test_audit_md_keeps_its_structure_with_forged_log_and_server_text(tmp_path):
     assert "gnirts" in forged_md and "\\\\u202egnirts" in forged_md  # shown, escaped
 
 
+def _strings(value):
+    """Every key and string value of a nested structure (the set_stats summary)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
 def test_play_output_lines_carry_no_control_or_bidi_character():
     facts = _forged_audit_facts()
     result = _audit_checks.audit(facts, dict(_audit_checks.DEFAULTS, report_dir="/srv/reports", unit="u", url="http://h:1"))
     assert "modelopt_fp4\\x1b[2K" in json.dumps(result["checks"]) or result["summary"]["line"]
-    for text in (result["summary"]["line"], result["stats"]):
+    for text in [result["summary"]["line"]] + list(_strings(result["stats"])):
         assert RAW.search(text) is None and "\n" not in text
     assert RAW.search(result["guard"]["message"]) is None and "\\x1b[32mPASS" in result["guard"]["message"]
     row = _site_report.summary_row("gpu1", {"audit_guard": {"verdict": "bf16" + FORGED}, "benchmark_summary": FORGED,
