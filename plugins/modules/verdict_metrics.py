@@ -61,6 +61,7 @@ options:
     description:
       - The directory node_exporter's textfile collector reads (its C(--collector.textfile.directory)).
       - The default is the one the Debian and Ubuntu package C(prometheus-node-exporter) reads.
+      - Null or an empty string writes nothing (metrics off); RV(skipped) says so.
     type: path
     default: /var/lib/prometheus/node-exporter
 notes:
@@ -131,7 +132,7 @@ def main():
             source=dict(type="str", required=True, choices=sorted(SOURCES)),
             result=dict(type="dict", required=True),
             labels=dict(type="dict", default={}),
-            dir=dict(type="path", default=DEFAULT_DIR),
+            dir=dict(type="path", default=DEFAULT_DIR),  # null: metrics off
         ),
         supports_check_mode=True,
     )

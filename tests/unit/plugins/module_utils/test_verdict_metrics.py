@@ -138,3 +138,9 @@ def test_every_source_passes_promtool(real, fixtures_dir):
         run = subprocess.run(["promtool", "check", "metrics"], input=vm.text(source, result, {"unit": "sglang-qwen"}).encode(),
                              capture_output=True, timeout=60)
         assert run.returncode == 0, (source, run.stdout + run.stderr)
+
+
+@pytest.mark.parametrize("directory", [None, ""])
+def test_no_directory_means_metrics_off(directory):
+    out = vm.publish(directory, "kv_guard", "x 1\n", check_mode=False)
+    assert not out["changed"] and not out["written"] and "metrics are off" in out["skipped"]
