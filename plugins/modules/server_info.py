@@ -15,7 +15,7 @@ description:
   - Queries a running SGLang server over HTTP from the managed host, using the Python standard library only.
   - C(GET /server_info) (falling back to C(/get_server_info) on older servers), C(/get_model_info) (falling back
     to C(/model_info)), C(/v1/models) and C(/metrics) (Prometheus text, parsed; only SGLang's metrics are kept, named
-    C(sglang:) or C(sglang_): SGLang has served both spellings).
+    C(sglang:) or C(sglang_), both spellings SGLang has served).
   - Summarises the KV cache dtype by the rules of the SGLang release that answered (its C(version)).
     In every release the top-level C(kv_cache_dtype) holds the server args after SGLang's argument processing.
     That is the flag, or what a backend or architecture rule set. It never holds what C(auto) resolved to from

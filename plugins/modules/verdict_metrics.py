@@ -46,7 +46,7 @@ options:
         the gpu_preflight role's C(gpu_preflight_result), V(canary) M(llmops.sglang.accuracy_canary)'s result.
     type: str
     required: true
-    choices: [kv_guard, gpu_preflight, canary]
+    choices: [canary, gpu_preflight, kv_guard]
   result:
     description:
       - The verdict, as the task or role that decided it registered it.
