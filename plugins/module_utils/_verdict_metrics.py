@@ -153,16 +153,16 @@ def publish(directory, source, content, check_mode, now=None):
     rename; mode 0644) when it differs, else only the modification time is set (the last run, for staleness alerts).
 
     No directory (None or ''), or a missing one, writes nothing: node_exporter's textfile collector is not set up there, and a file nobody reads
-    would only hide that. Returns {path, changed, written, heartbeat, skipped, before}.
+    would only hide that. Returns {path, changed, written, heartbeat, not_written, before}.
     """
     path = os.path.join(directory or "", file_name(source))
-    out = {"path": path, "changed": False, "written": False, "heartbeat": False, "skipped": None, "before": None}
+    out = {"path": path, "changed": False, "written": False, "heartbeat": False, "not_written": None, "before": None}
     if not directory:
-        out["skipped"] = "no textfile directory given: metrics are off"
+        out["not_written"] = "no textfile directory given: metrics are off"
         return out
     if not os.path.isdir(directory):
-        out["skipped"] = ("no directory %s: install prometheus-node-exporter (its textfile collector reads that "
-                          "directory) or set the textfile directory the collector reads" % directory)
+        out["not_written"] = ("no directory %s: install prometheus-node-exporter (its textfile collector reads that "
+                              "directory) or set the textfile directory the collector reads" % directory)
         return out
     data = content.encode("utf-8")
     try:

@@ -21,7 +21,7 @@ description:
   - Every run that is not in check mode sets the file's modification time, also when the text is the same;
     node_exporter exports it as C(node_textfile_mtime_seconds), and the collection's alert rules call a verdict stale
     from it. Setting the time alone is not reported as a change.
-  - When O(dir) does not exist, nothing is written and RV(skipped) says why (node_exporter's textfile collector is
+  - When O(dir) does not exist, nothing is written and RV(not_written) says why (node_exporter's textfile collector is
     not set up on the host); the task does not fail.
   - Label values are escaped as the text format requires; metric and label names are checked before anything is
     written.
@@ -61,7 +61,7 @@ options:
     description:
       - The directory node_exporter's textfile collector reads (its C(--collector.textfile.directory)).
       - The default is the one the Debian and Ubuntu package C(prometheus-node-exporter) reads.
-      - Null or an empty string writes nothing (metrics off); RV(skipped) says so.
+      - Null or an empty string writes nothing (metrics off); RV(not_written) says so.
     type: path
     default: /var/lib/prometheus/node-exporter
 notes:
@@ -109,7 +109,7 @@ heartbeat:
   description: Whether only the file's modification time was set (the text was already right).
   returned: always
   type: bool
-skipped:
+not_written:
   description: Why nothing was written (the directory is missing); null when the file is in place.
   returned: always
   type: str
@@ -143,7 +143,7 @@ def main():
     except MetricsError as exc:
         module.fail_json(msg=str(exc))
     result = {"changed": out["changed"], "path": out["path"], "text": content, "written": out["written"],
-              "heartbeat": out["heartbeat"], "skipped": out["skipped"]}
+              "heartbeat": out["heartbeat"], "not_written": out["not_written"]}
     if module._diff and out["changed"]:
         result["diff"] = {"before": out["before"] or "", "after": content, "before_header": out["path"],
                           "after_header": out["path"]}

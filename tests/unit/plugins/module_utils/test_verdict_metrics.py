@@ -114,7 +114,7 @@ def test_write_is_atomic_idempotent_and_beats(tmp_path):
 
 def test_a_missing_directory_writes_nothing_and_says_why(tmp_path):
     out = vm.publish(str(tmp_path / "absent"), "canary", "x 1\n", check_mode=False)
-    assert not out["changed"] and "install prometheus-node-exporter" in out["skipped"]
+    assert not out["changed"] and "install prometheus-node-exporter" in out["not_written"]
     assert not (tmp_path / "absent").exists()
 
 
@@ -143,4 +143,4 @@ def test_every_source_passes_promtool(real, fixtures_dir):
 @pytest.mark.parametrize("directory", [None, ""])
 def test_no_directory_means_metrics_off(directory):
     out = vm.publish(directory, "kv_guard", "x 1\n", check_mode=False)
-    assert not out["changed"] and not out["written"] and "metrics are off" in out["skipped"]
+    assert not out["changed"] and not out["written"] and "metrics are off" in out["not_written"]
