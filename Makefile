@@ -25,11 +25,12 @@ $(BIN)/ansible-playbook: requirements.txt
 	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
-host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, nftables, zstd, rsync, systemd-journal-remote)
+host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, nftables, zstd, rsync, systemd-journal-remote, promtool)
 	@command -v debootstrap >/dev/null && command -v systemd-nspawn >/dev/null && command -v nft >/dev/null && command -v rsync >/dev/null \
-	  && command -v zstd >/dev/null \
+	  && command -v zstd >/dev/null && command -v promtool >/dev/null \
 	  && [ -x /lib/systemd/systemd-journal-remote ] || \
-	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync systemd-journal-remote; }
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap systemd-container nftables zstd rsync systemd-journal-remote \
+	    prometheus; }
 
 setup: host-packages $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
 	tests/lab/bin/install-collections

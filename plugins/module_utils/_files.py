@@ -97,12 +97,15 @@ def holds(path, data):
 def write_atomic(path, data, mode, owner=None, check=None):
     """Write bytes to path through a private temporary file in the same directory, renamed over it (a symlink at path
     is replaced, not followed). owner (uid, gid) and mode are set before the rename, and check(temporary path), when
-    given, runs before it too: an exception from it leaves the old file in place. The directory must exist; OSError
+    given, runs before it too: an exception from it leaves the old file in place. The data reaches the disk before the
+    rename, so a crash leaves the old file or the new one, never an empty one. The directory must exist; OSError
     propagates, and no temporary file is left behind."""
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path) or ".")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         if owner is not None:
             os.chown(tmp, *owner)
         os.chmod(tmp, mode)

@@ -7,7 +7,7 @@
 Waits until the router's ``/readiness`` counts enough healthy workers, reads its worker list (``/workers``), sends
 bursts of small concurrent completions through it and counts, per worker, the requests each one served: from the
 router's own per-worker counters (``smg_worker_cb_outcomes_total{worker=...}`` on its Prometheus port) when it
-exports them, else from each worker's ``/metrics`` (``sglang:num_requests_total``, needs ``--enable-metrics``).
+exports them, else from each worker's ``/metrics`` (``sglang:num_requests_total``, either spelling, needs ``--enable-metrics``).
 Concurrent requests matter: the cache-aware policy sends sequential requests with no shared prefix to the least
 loaded worker, which is the first one while nothing is in flight. Every prompt starts with a random token, so no
 prefix is shared.
@@ -28,10 +28,11 @@ from ansible_collections.llmops.sglang.plugins.module_utils._server_info import 
     fetch_endpoint,
     parse_json_object,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus
+from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import parse_prometheus, sglang_samples
 
 ROUTER_COUNTER = "smg_worker_cb_outcomes_total"
-WORKER_COUNTER = "sglang:num_requests_total"
+# SGLang's counter, without the prefix: _prometheus.sglang_samples reads either spelling.
+WORKER_COUNTER = "num_requests_total"
 # Counters are updated when a response completes, a moment after the client has it.
 SETTLE_SECONDS = 0.2
 
@@ -91,7 +92,7 @@ def worker_counts(workers, timeout, tls=None):
     counts = {}
     for url in workers:
         res = fetch_endpoint(url, "metrics", timeout=timeout, tls=tls)
-        samples = res["data"]["metrics"].get(WORKER_COUNTER, []) if res["ok"] else []
+        samples = sglang_samples(res["data"]["metrics"], WORKER_COUNTER) if res["ok"] else []
         values = [s["value"] for s in samples if isinstance(s["value"], float)]
         if values:
             counts[_key(url)] = sum(values)

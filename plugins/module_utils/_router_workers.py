@@ -9,7 +9,8 @@ It speaks the worker API of sglang-router 0.3 (the Rust model gateway): ``GET /w
 ``{"workers": [{"id", "url", "is_healthy", "load", ...}]}``, ``DELETE /workers/{id}`` and ``POST /workers``
 (``{"url", "api_key"}``) answer 202 and apply in the background, so every change is followed until the listing
 shows it. A router removes a worker from routing at once; requests it already sent there run to their end, which
-the drain waits for on the server's own gauges (``sglang:num_running_reqs`` + ``sglang:num_queue_reqs``).
+the drain waits for on the server's own gauges (``sglang:num_running_reqs`` + ``sglang:num_queue_reqs``, or their
+``sglang_`` spelling).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from urllib import parse as urlparse
 
 from ansible_collections.llmops.sglang.plugins.module_utils._http import FetchError, OptionError, check_api_key, request
+from ansible_collections.llmops.sglang.plugins.module_utils._prometheus import sglang_samples
 from ansible_collections.llmops.sglang.plugins.module_utils._server_info import (
     ServerInfoError,
     fetch_endpoint,
@@ -25,7 +27,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils._server_info import 
     parse_json_object,
 )
 
-IN_FLIGHT_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
+# SGLang's gauges, without the prefix: _prometheus.sglang_samples reads either spelling.
+IN_FLIGHT_GAUGES = ("num_running_reqs", "num_queue_reqs")
 # A router that does not answer routes nothing: there is nothing to take this server out of.
 DOWN = ("refused", "unreachable")
 
@@ -63,7 +66,7 @@ def _same(url, key):
 
 def in_flight(metrics):
     """Running + queued requests from parsed /metrics (summed over data-parallel ranks); None without the gauges."""
-    found = [s["value"] for name in IN_FLIGHT_GAUGES for s in metrics.get(name, []) if isinstance(s["value"], float)]
+    found = [s["value"] for name in IN_FLIGHT_GAUGES for s in sglang_samples(metrics, name) if isinstance(s["value"], float)]
     return int(sum(found)) if found else None
 
 

@@ -18,7 +18,7 @@ description:
   - Then reads the router's worker list (C(GET /workers)), sends bursts of O(requests) concurrent small completions
     through it and counts, per worker, the requests each one served, from the router's own per-worker counters
     (C(smg_worker_cb_outcomes_total) at O(metrics_url)) or, when it exports none, from each worker's C(/metrics)
-    (C(sglang:num_requests_total), needs the server's C(--enable-metrics)). It repeats the burst up to O(rounds)
+    (C(sglang:num_requests_total), or C(sglang_num_requests_total), needs the server's C(--enable-metrics)). It repeats the burst up to O(rounds)
     times until every healthy worker has served one.
   - Fails unless every request succeeded and every healthy worker served some, and, with O(require_all_workers),
     every worker of O(workers) is healthy.

@@ -18,7 +18,7 @@ description:
     and the task waits until each router stops listing it. The routers then send new requests to the other
     workers; requests already sent run to their end. With O(drain_url) the task then waits, up to
     O(drain_timeout) seconds, until the server's own gauges (C(sglang:num_running_reqs) and
-    C(sglang:num_queue_reqs) of C(/metrics)) show no request left, so a restart cuts none.
+    C(sglang:num_queue_reqs) of C(/metrics), or their C(sglang_) spelling) show no request left, so a restart cuts none.
   - With O(state=present) the server is added to each router of O(routers) that does not list it, and the task
     waits until every router lists it healthy. This also heals a rollout interrupted between the two.
   - A router that does not answer (connection refused, unreachable) routes nothing, so it is skipped, with a

@@ -14,7 +14,8 @@ version_added: 0.1.0
 description:
   - Queries a running SGLang server over HTTP from the managed host, using the Python standard library only.
   - C(GET /server_info) (falling back to C(/get_server_info) on older servers), C(/get_model_info) (falling back
-    to C(/model_info)), C(/v1/models) and C(/metrics) (Prometheus text, parsed; only C(sglang:) metrics are kept).
+    to C(/model_info)), C(/v1/models) and C(/metrics) (Prometheus text, parsed; only SGLang's metrics are kept, named
+    C(sglang:) or C(sglang_), both spellings SGLang has served).
   - Summarises the KV cache dtype by the rules of the SGLang release that answered (its C(version)).
     In every release the top-level C(kv_cache_dtype) holds the server args after SGLang's argument processing.
     That is the flag, or what a backend or architecture rule set. It never holds what C(auto) resolved to from
@@ -178,7 +179,7 @@ served_model_names:
   sample: [Qwen3.5-397B-A17B-NVFP4]
 metrics:
   description:
-    - C(sglang:) samples of C(/metrics) by sample name (histograms give C(_bucket), C(_sum) and C(_count) names),
+    - SGLang's samples of C(/metrics) (C(sglang:) or C(sglang_) names, as served) by sample name (histograms give C(_bucket), C(_sum) and C(_count) names),
       each a list of C({labels, value}). Non-finite values are the strings C(NaN), C(+Inf) and C(-Inf).
   returned: when the metrics endpoint was read
   type: dict
@@ -193,7 +194,7 @@ metrics_stats:
       description: Sample lines parsed (all names).
       type: int
     kept:
-      description: Samples kept (C(sglang:) names).
+      description: Samples kept (C(sglang:) and C(sglang_) names).
       type: int
     malformed_lines:
       description: Lines that are neither comments nor valid samples (skipped).

@@ -60,12 +60,14 @@ JOURNAL = [json.loads(line) for p in _files("tool-outputs/journal/*.jsonl") for 
 # Lines of the real logs that the KV parsers read.
 KV_LINES = [line for log in LOGS for line in log.decode("utf-8", "replace").splitlines()
             if "KV Cache is allocated" in line or "max_total_num_tokens" in line]
-# A real /metrics answer is not among the fixtures: these lines are the exposition format SGLang's metrics use.
+# SGLang 0.5.23's samples in both spellings (tests/fixtures/prometheus/MANIFEST.md), and lines of the exposition format
+# its metrics use (labels of several ranks, NaN, a timestamp).
 METRICS = ['# HELP sglang:num_running_reqs The number of running requests.\n# TYPE sglang:num_running_reqs gauge\n'
            'sglang:num_running_reqs{model_name="qwen3.5-397b",engine_type="unified",tp_rank="0",pp_rank="0"} 3.0\n'
            'sglang:num_queue_reqs{model_name="qwen3.5-397b",engine_type="unified",tp_rank="0",pp_rank="0"} 0.0\n'
            'sglang:token_usage{model_name="qwen3.5-397b"} 0.02\nsglang:gen_throughput{model_name="m"} NaN\n'
            'sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="m"} 12.0 1764600000000\n']
+METRICS += _texts("prometheus/*.prom")
 
 for _name, _samples in (("sglang-logs", LOGS), ("nvidia-smi outputs", SMI), ("cuobjdump outputs", CUOBJDUMP),
                         ("configs", CONFIGS), ("quant configs", QUANT), ("safetensors shards", SAFETENSORS),

@@ -38,6 +38,7 @@ from ansible_collections.llmops.sglang.plugins.modules import (
     sglang_args_check,
     sglang_service_stop,
     sglang_wait_ready,
+    verdict_metrics,
 )
 
 
@@ -52,7 +53,7 @@ MODULES = {
     "kv_cache_guard": kv_cache_guard, "log_audit": log_audit,
     "router_probe": router_probe, "router_worker": router_worker,
     "server_info": server_info, "sglang_args_check": sglang_args_check, "sglang_service_stop": sglang_service_stop,
-    "sglang_wait_ready": sglang_wait_ready,
+    "sglang_wait_ready": sglang_wait_ready, "verdict_metrics": verdict_metrics,
 }
 # Modules of this suite's owner may be given files that never end (/dev/zero) and FIFOs: their reads are bounded.
 BOUNDED_READERS = ("gpu_info", "cuda_binary_info", "cuda_toolkit_info", "cmake_cuda_plan", "host_state")
@@ -122,8 +123,27 @@ def _host_entry(m, files, is_file):
     return dict((k, v) for k, v in entry.items() if v is not None)
 
 
+def _verdicts():
+    """Real verdicts: the H200 run's guard and canary results."""
+    found = []
+    for path in sorted((FIXTURES / "real-sglang").glob("*.result.json")):
+        recorded = json.loads(path.read_text())
+        found += [recorded[k] for k in ("canary_first", "canary_drift") if k in recorded]
+        found += [recorded["clean"]["guard"]] if isinstance(recorded.get("clean"), dict) and "guard" in recorded["clean"] else []
+    return found
+
+
+VERDICTS = _verdicts()
+
+
 def _hint(name, module_name, m, files):
     """Values worth trying for an option of this name (real samples), or None to use only its type's values."""
+    if module_name == "verdict_metrics" and name == "dir":
+        return m.pick((str(files.tmp / "dir"), str(files.tmp / "missing"), str(files.tmp / "empty"), "relative"))
+    if module_name == "verdict_metrics" and name == "result":
+        return m.pick(VERDICTS + [m.json(VERDICTS)])
+    if module_name == "verdict_metrics" and name == "labels":
+        return m.pick(({"unit": m.pick(UNITS)}, {m.junk(): m.junk()}, {"unit": m.value(2)}))
     if module_name == "host_state" and name == "commands":
         # only programs that change nothing: the module runs what it is given
         return [{"name": m.pick(("pip_list", "a", m.junk())), "timeout": m.pick((1, 5, None)),
@@ -237,6 +257,8 @@ def _args(m, spec, module_name, files):
             if option.get("type") == "dict" and option.get("options") and isinstance(value, dict) and name == "run_eval":
                 value = dict(value, python=str(files.tmp / "python3"))
             args[name] = value
+    if module_name == "verdict_metrics":  # never the real textfile directory of the machine running the tests
+        args["dir"] = _hint("dir", module_name, m, files)
     if m.chance(4):
         args["_ansible_check_mode"] = True
     return args
@@ -246,7 +268,7 @@ def _args(m, spec, module_name, files):
 CASES = {"accuracy_canary": 400, "benchmark": 800, "checkpoint_info": 500, "cmake_cuda_plan": 400, "cuda_binary_info": 800, "cuda_toolkit_info": 800,
          "gpu_info": 800, "host_files": 800, "host_state": 400, "hub_download": 300, "kv_cache_budget": 800, "kv_cache_guard": 600, "log_audit": 600,
          "router_probe": 400, "router_worker": 800, "server_info": 800, "sglang_args_check": 800, "sglang_service_stop": 800,
-         "sglang_wait_ready": 800}
+         "sglang_wait_ready": 800, "verdict_metrics": 600}
 
 
 def _module_target(name, request, tmp_path, monkeypatch):
