@@ -6,8 +6,8 @@
 Each playbook's first play is rendered by ansible-playbook as it is (its vars and vars_files), with its roles replaced
 by a task that writes what the other roles would get: the URL must parse by the collection's URL rule for an IPv6
 bind, the server's API key must reach the audit and the benchmark, the server's KV waiver the guard, the server's
-GPUs and memory the preflight, the preflight's arch and toolkit the kernel build, in site.yml, audit.yml and
-benchmark.yml.
+GPUs and memory the preflight, the preflight's arch and toolkit the kernel build, in site.yml, audit.yml,
+benchmark.yml and preflight.yml.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import yaml
 from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml"]
+PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml", "preflight.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release"]
@@ -61,8 +61,11 @@ HOSTS = {
 def wired(request, tmp_path_factory):
     """What the audit and the benchmark get from the playbook's first play, per host: the play rendered by
     ansible-playbook with its own vars and vars_files, its roles and tasks replaced by one that writes the values."""
-    tmp = tmp_path_factory.mktemp("wiring")
-    play = _load(ROOT / "playbooks" / request.param)[0]
+    return _render(tmp_path_factory.mktemp("wiring"), request.param, ROLE_DEFAULTS)
+
+
+def _render(tmp, playbook, role_defaults):
+    play = _load(ROOT / "playbooks" / playbook)[0]
     values = "{%s}" % ", ".join("'%s': %s | default('unwired')" % (k, k) for k in WIRED)
     probe = {
         "hosts": play["hosts"],
@@ -73,7 +76,7 @@ def wired(request, tmp_path_factory):
                                             "content": "{{ %s | to_json }}" % values}}],
     }
     (tmp / "play.yml").write_text(yaml.safe_dump([probe]))
-    hosts = {h: dict(ROLE_DEFAULTS, **v, ansible_connection="local", ansible_python_interpreter=sys.executable)
+    hosts = {h: dict(role_defaults, **v, ansible_connection="local", ansible_python_interpreter=sys.executable)
              for h, v in HOSTS.items()}
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts},
                                                                             "pair": {"hosts": {"ipv6": {}, "wildcard6": {}}}}}}))
@@ -111,6 +114,15 @@ def test_the_server_s_kv_waiver_is_the_guard_s_and_its_gpus_the_preflight_s(wire
     assert wired["unset"]["gpu_preflight_mem_fraction_static"] == 0.85
     assert wired["unset"]["sgl_kernel_cuda_archs"] == wired["unset"]["sgl_kernel_require_archs"] == ["sm_120a"]
     assert wired["unset"]["sgl_kernel_cuda_min_release"] == "12.8"
+
+
+def test_the_preflight_alone_takes_the_server_s_defaults(tmp_path):
+    """preflight.yml does not run the server's role, whose defaults site.yml has: the wiring's own defaults are the
+    role's, so a host without server settings is preflighted for what site.yml would deploy on it."""
+    server = _load(ROOT / "roles" / "sglang_server" / "defaults" / "main.yml")
+    unset = _render(tmp_path, "preflight.yml", {})["unset"]
+    assert unset["gpu_preflight_gpu_count"] == server["sglang_server_tp_size"]
+    assert unset["gpu_preflight_mem_fraction_static"] == server["sglang_server_mem_fraction_static"]
 
 
 def test_no_inventory_sets_a_wired_variable():

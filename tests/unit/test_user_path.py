@@ -64,3 +64,59 @@ def test_reports_go_beside_the_inventory(report_dirs):
 def test_reports_of_an_inline_host_list_go_to_the_current_directory(report_dirs):
     tmp, dirs = report_dirs("h1,")
     assert dirs == [str(tmp / "shell" / "reports")] * len(REPORT_ROLES)
+
+
+# The phase tags of site.yml: each role's tasks run alone (--tags) or are left out (--skip-tags) by its phase.
+PHASES = {"preflight": "gpu_preflight", "runtime": "sglang_runtime", "kernel": "sgl_kernel", "server": "sglang_server",
+          "guard": "audit", "benchmark": "benchmark", "router": "router"}
+
+
+def _role_uses(node, inherited=()):
+    """(role, tags, tags its tasks get) of every import_role/include_role and play role under node; a block's and a
+    play's tags are inherited by what they hold."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _role_uses(item, inherited)
+    elif isinstance(node, dict):
+        tags = list(inherited) + list(node.get("tags") or [])
+        for key in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
+            if key in node:
+                applied = tags if key.endswith("import_role") else list(inherited) + node[key].get("apply", {}).get("tags", [])
+                yield node[key]["name"], tags, applied
+        if "role" in node:
+            yield node["role"], tags, tags
+        for key in ("block", "rescue", "always", "tasks", "roles"):
+            if key in node:
+                yield from _role_uses(node[key], tags)
+
+
+def test_every_role_in_site_yml_carries_its_phase_tag():
+    uses = list(_role_uses(yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text(encoding="utf-8"))))
+    roles = {name.rsplit(".", 1)[1] for name, _, _ in uses}
+    assert roles == set(PHASES.values())
+    by_role = {role: phase for phase, role in PHASES.items()}
+    for name, tags, inside in uses:
+        role = name.rsplit(".", 1)[1]
+        phase = "guard" if role == "sglang_server" and by_role[role] not in tags else by_role[role]
+        assert phase in tags and phase in inside, "%s in site.yml lacks its phase tag %r (on the task and applied inside)" % (name, phase)
+
+
+def _listed(playbook, *args):
+    out = _ansible(["ansible-playbook", "-i", str(ROOT / "inventories" / "prod"), playbook] + list(args), ROOT)
+    return out
+
+
+def test_list_tags_shows_every_phase():
+    out = _listed("playbooks/site.yml", "--list-tags")
+    tags = set(t.strip() for line in re.findall(r"TASK TAGS: \[(.*)\]", out) for t in line.split(",") if t.strip())
+    assert set(PHASES) <= tags, out
+
+
+def test_the_preflight_playbook_is_the_preflight_phase_of_site_yml():
+    """llmops.sglang.preflight runs the preflight's tasks and nothing else, the ones `site.yml --tags preflight` runs."""
+    task = re.compile(r"^\s+(llmops\.sglang\.\w+) : (.*?)\tTAGS: \[(.*)\]$", re.M)
+    alone = [m[:2] for m in task.findall(_listed("llmops.sglang.preflight", "--list-tasks"))]
+    tagged = [m[:2] for m in task.findall(_listed("playbooks/site.yml", "--list-tasks", "--tags", "preflight"))
+              if "preflight" in m[2].split(", ")]
+    assert alone and alone == tagged
+    assert {role for role, _ in alone} == {"llmops.sglang.gpu_preflight"}
