@@ -120,3 +120,17 @@ def test_the_preflight_playbook_is_the_preflight_phase_of_site_yml():
               if "preflight" in m[2].split(", ")]
     assert alone and alone == tagged
     assert {role for role, _ in alone} == {"llmops.sglang.gpu_preflight"}
+
+
+def test_the_example_inventory_sets_every_switch_site_yml_reads():
+    """The variables site.yml itself reads with a default (its switches) are set, with their comments, in the example
+    inventory; the API key is shown the vault way only."""
+    site = (ROOT / "playbooks" / "site.yml").read_text(encoding="utf-8")
+    switches = set(re.findall(r"\b(sglang_[a-z_]+) \| default\(", site))
+    assert {"sglang_build_kernel", "sglang_run_benchmark", "sglang_serial"} <= switches
+    example = ROOT / "inventories" / "prod" / "group_vars" / "sglang_servers" / "main.yml"
+    values = yaml.safe_load(example.read_text(encoding="utf-8"))
+    assert sorted(switches - set(values)) == []
+    text = example.read_text(encoding="utf-8")
+    assert "ansible-vault encrypt_string" in text and "# sglang_server_api_key: !vault |" in text
+    assert values.get("sglang_server_api_key") is None
