@@ -14,7 +14,7 @@ LAB_PROFILE ?= rtxpro6000x8
 SCENARIOS ?= $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/*/molecule.yml))
 MOLECULE_JOBS ?= 2
 
-.PHONY: help host-packages setup lab security-report lab-down test lint sanity units molecule integration build-check bench bench-scale profile-site clean
+.PHONY: help host-packages setup lab security-report lab-down test lint sanity units units-oldest molecule integration build-check bench bench-scale profile-site clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -36,6 +36,7 @@ setup: host-packages $(BIN)/ansible-playbook ## Install host packages, the venv 
 	tests/lab/bin/install-collections
 	tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv
 	tests/lab/bin/fetch-sglang-source $(ROOT)/.cache/sglang-0.5.16-source
+	tests/bin/make-oldest-venv $(LLMOPS_CACHE)/ansible-oldest-venv
 
 lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml against it
 	$(LAB) down lab1 >/dev/null
@@ -64,6 +65,9 @@ sanity: setup ## ansible-test sanity for Python 3.11
 
 units: setup ## Unit tests (pytest)
 	pytest -q -n 2 tests/unit tests/real_gpu/sglang/test_harness.py
+
+units-oldest: setup ## The oldest supported ansible-core (2.18): every playbook's syntax check, the plugin and module unit tests
+	tests/bin/units-oldest $(LLMOPS_CACHE)/ansible-oldest-venv
 
 molecule: setup ## Every molecule scenario (lab hosts), $(MOLECULE_JOBS) at a time
 	JOBS=$(MOLECULE_JOBS) tests/bin/molecule-all $(SCENARIOS)

@@ -22,6 +22,9 @@ description:
   - Phase V(report) (inputs the same two results, the smoke run's result or null, the host's name) - every preflight
     rule (C(plugins/plugin_utils/_gpu_preflight_rules.py); rule ids are stable and waivers name them) with the role's
     expectations and waivers, the host's stamp, the controller's report, the verdict for C(set_stats) and the messages.
+  - Phase V(hold) (inputs the V(report) phase's C(result) and the host's C(ansible_facts) with C(pkg_mgr) and the
+    C(packages) of M(ansible.builtin.package_facts)) - the installed driver packages to hold against upgrades and the
+    tool (V(dpkg) or V(versionlock)); none when C(gpu_preflight_hold_driver) is off or the driver's rules did not pass.
 positional: _input, phase
 options:
   _input:
@@ -32,7 +35,7 @@ options:
     description: What to decide; the phase's inputs follow it.
     type: str
     required: true
-    choices: [smoke, report]
+    choices: [smoke, report, hold]
 """
 
 EXAMPLES = r"""
@@ -45,6 +48,7 @@ RETURN = r"""
 _value:
   description:
     - Phase V(smoke) - the binary's path, or null.
+    - Phase V(hold) - C({tool, packages}); C(tool) null and C(packages) empty when nothing is held.
     - Phase V(report) - C({result, stamp, stamp_dir, report, report_dir, stats, passed_message, failed_message});
       C(result) holds C(passed), C(failed), C(warnings), C(waived), C(checks), C(unused_waivers), C(expectations) and
       C(table).

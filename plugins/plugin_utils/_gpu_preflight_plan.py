@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 
 from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, _coerce, evaluate
 
@@ -35,7 +36,7 @@ EXPECTATIONS = (
 )
 # Every setting the phases read.
 SETTINGS = tuple(PREFIX + name for name, _key in EXPECTATIONS) + tuple(
-    PREFIX + name for name in ("waivers", "smoke_test", "stamp_path", "report_dir"))
+    PREFIX + name for name in ("waivers", "smoke_test", "stamp_path", "report_dir", "hold_driver"))
 SMOKE_DIR = "/var/cache/llmops-sglang/gpu-smoke"
 
 
@@ -98,5 +99,38 @@ def report(settings, gpu_info, toolkit, smoke=None, host=None):
 
 
 # The filter's phases: each takes the settings first, then the phase's inputs.
-PHASES = {"smoke": smoke_binary, "report": report}
+# The packages of an installed NVIDIA driver (Debian/Ubuntu from Canonical or the CUDA repository, EL from the CUDA
+# repository): its kernel module in any packaging, libraries, utilities, the fabric manager and the persistence daemon,
+# which must all stay on one version. Not the container toolkit, which follows its own releases.
+DRIVER_PACKAGES = re.compile(r"^(nvidia-(driver|dkms|kernel|headless|utils|compute-utils|firmware|open|fabricmanager|persistenced|modprobe"
+                             r"|kmod|settings|xconfig)|libnvidia-|cuda-drivers|kmod-nvidia|linux-(modules|objects|signatures)-nvidia-)")
+# How each package manager (the pkg_mgr fact) holds a package: dpkg selections, or dnf's versionlock.
+HOLD_TOOLS = {"apt": "dpkg", "dnf": "versionlock", "dnf5": "versionlock", "yum": "versionlock"}
+
+
+def hold(settings, result, facts):
+    """{tool, packages}: the driver packages to hold against unattended upgrades and the tool that holds them (dpkg,
+    versionlock); no tool and no packages when gpu_preflight_hold_driver is off or the driver's rules did not pass (a
+    driver the preflight refuses is not kept).
+
+    result is the report phase's result, facts the host's ansible_facts with pkg_mgr and package_facts' packages."""
+    settings = _settings(settings)
+    status = dict((item.get("rule"), item.get("status")) for item in (result or {}).get("checks", []))
+    if _coerce(settings[PREFIX + "hold_driver"]) is not True or status.get("driver_branch") not in ("pass", "waived") \
+            or status.get("kernel_module") not in ("pass", "waived", "skipped"):
+        return {"tool": None, "packages": []}
+    pkg_mgr, packages = (facts or {}).get("pkg_mgr"), (facts or {}).get("packages")
+    tool = HOLD_TOOLS.get(pkg_mgr)
+    if tool is None:
+        raise PreflightError("gpu_preflight_hold_driver: the package manager %r has no hold here (apt: dpkg hold; dnf, yum: "
+                             "versionlock); set gpu_preflight_hold_driver: false and hold the driver packages another way" % (pkg_mgr,))
+    names = sorted(name for name in (packages or {}) if DRIVER_PACKAGES.match(name))
+    if not names:
+        raise PreflightError("gpu_preflight_hold_driver: no NVIDIA driver package is installed from the package manager (a "
+                             ".run install cannot be held this way); install the driver from packages (docs/gpu_preflight.md) "
+                             "or set gpu_preflight_hold_driver: false")
+    return {"tool": tool, "packages": names}
+
+
+PHASES = {"smoke": smoke_binary, "report": report, "hold": hold}
 ERRORS = (PreflightError,)

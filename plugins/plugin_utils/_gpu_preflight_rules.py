@@ -59,6 +59,22 @@ _NEEDS_GPUS = ("gpu_count", "compute_capability", "driver_branch", "cuda_driver_
                "persistence_mode", "gpu_memory_free", "ecc", "gpu_smoke", "pcie_acs", "iommu", "numa_split")
 
 
+# NVIDIA's driver role (Galaxy: nvidia.nvidia_driver) and the variables that install a branch with it; docs/gpu_preflight.md
+# says where each was read. Its default Ubuntu package list installs the proprietary kernel module, so the open one is
+# named package by package (Canonical's -server-open metapackage and the branch's utilities).
+DRIVER_ROLE = "nvidia.nvidia_driver"
+
+
+def driver_install_fix(exp):
+    """The fix of a host without a usable driver: the branch and module flavour the rules want, with the driver role."""
+    branch = exp["driver_min_branch"]
+    is_open = exp["kernel_module"] == "open"
+    ubuntu = ", on Ubuntu nvidia_driver_ubuntu_packages: [nvidia-headless-%d-server-open, nvidia-utils-%d-server]" % (branch, branch)
+    return ("install NVIDIA driver branch %d%s and reboot, e.g. with NVIDIA's role %s: nvidia_driver_branch: \"%d\"%s "
+            "(docs/gpu_preflight.md)" % (branch, " with the open kernel module" if is_open else "", DRIVER_ROLE, branch,
+                                         ubuntu if is_open else ""))
+
+
 class PreflightError(ValueError):
     """Bad expectations or waivers (the caller's input), with a message naming the fix."""
 
@@ -179,13 +195,14 @@ def _gpus(gpu_info):
     return [g for g in (gpu_info.get("gpus") or []) if isinstance(g, dict)]
 
 
-def _check_gpu_query(c, gi):
+def _check_gpu_query(c, gi, exp):
     fail = gi.get("failure")
     if gi.get("ok") is False or fail:
         fail = fail or {}
         cls = fail.get("class", "unknown")
+        fix = driver_install_fix(exp) if cls == "not_installed" else fail.get("fix") or "run nvidia-smi by hand"
         c.add("gpu_query", "fail", found="%s: %s" % (cls, fail.get("message", "")), required="nvidia-smi answers",
-              fix=fail.get("fix") or "run nvidia-smi by hand",
+              fix=fix,
               message="nvidia-smi failed: %s: %s" % (cls, fail.get("message", "")))
         return False
     c.add("gpu_query", "pass", found="nvidia-smi answered", required="nvidia-smi answers")
@@ -236,14 +253,13 @@ def _check_driver_branch(c, gi, exp):
         branch = int(match.group(1)) if match else None
     if branch is None:
         c.add("driver_branch", "fail", found="unknown", required=">= %d" % required, message="driver version unknown",
-              fix="install NVIDIA driver branch %d or newer" % required)
+              fix=driver_install_fix(exp))
     elif branch >= required:
         c.add("driver_branch", "pass", found=version, required=">= %d" % required)
     else:
         c.add("driver_branch", "fail", found="%s (branch %d)" % (version, branch), required=">= %d" % required,
               message="driver branch %d found, %d or newer required" % (branch, required),
-              fix="upgrade the NVIDIA driver to branch %d or newer (CUDA 13 builds need >= 580), "
-                  "e.g. nvidia-driver-%d-open, then reboot" % (required, required))
+              fix="CUDA 13 builds need branch 580 or newer: " + driver_install_fix(exp))
 
 
 def _toolkit_requirement(tk, exp):
@@ -336,8 +352,7 @@ def _check_kernel_module(c, gi, exp):
               message="could not read the driver version file",
               fix="check that the nvidia module is loaded (cat /proc/driver/nvidia/version)")
     else:
-        fix = "install the -open driver packages (e.g. nvidia-driver-%d-open) and reboot" % exp["driver_min_branch"] \
-            if required == "open" else "install the proprietary driver packages and reboot"
+        fix = driver_install_fix(exp) if required == "open" else "install the proprietary driver packages and reboot"
         c.add("kernel_module", "fail", found=found, required=required,
               message="%s kernel module loaded, %s required" % (found, required), fix=fix)
 
@@ -501,7 +516,7 @@ def evaluate(gpu_info, toolkit=None, expectations=None, waivers=None, smoke=None
         raise PreflightError("toolkit must be the result of llmops.sglang.cuda_toolkit_info (a dict) or null")
     tk = toolkit or {}
     c = _Checks()
-    gpus_ok = _check_gpu_query(c, gpu_info)
+    gpus_ok = _check_gpu_query(c, gpu_info, exp)
     if gpus_ok:
         _check_gpu_count(c, gpu_info, exp)
         _check_compute_capability(c, gpu_info, exp)

@@ -5,12 +5,32 @@ pytest.ini puts the collection (``ansible_collections.llmops.sglang``, through t
 helpers of this folder (sim_harness, bench_servers, ...) on the import path.
 """
 
+import contextlib
+import json
 import pathlib
+import sys
+import types
+from unittest import mock
 
 import pytest
 
 import sglang_source
 from sim_harness import LocalServer, RouterFleet
+
+try:
+    import ansible.module_utils.testing  # noqa: F401  (ansible-core 2.19+)
+except ImportError:
+    # The oldest supported ansible-core (2.18, `make units-oldest`) has no ansible.module_utils.testing; its
+    # patch_module_args is what 2.18's own unit tests did: the module's arguments as basic._ANSIBLE_ARGS.
+    from ansible.module_utils import basic as _basic
+
+    @contextlib.contextmanager
+    def _patch_module_args(args=None):
+        with mock.patch.object(_basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()):
+            yield
+
+    sys.modules["ansible.module_utils.testing"] = types.ModuleType("ansible.module_utils.testing")
+    sys.modules["ansible.module_utils.testing"].patch_module_args = _patch_module_args
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

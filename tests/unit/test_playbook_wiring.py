@@ -6,8 +6,8 @@
 Each playbook's first play is rendered by ansible-playbook as it is (its vars and vars_files), with its roles replaced
 by a task that writes what the other roles would get: the URL must parse by the collection's URL rule for an IPv6
 bind, the server's API key must reach the audit and the benchmark, the server's KV waiver the guard, the server's
-GPUs and memory the preflight, the preflight's arch and toolkit the kernel build, in site.yml, audit.yml and
-benchmark.yml. audit.yml loads no wiring: the audit role's defaults (imported into the probe, as the play's roles
+GPUs and memory the preflight, the preflight's arch and toolkit the kernel build, in site.yml, audit.yml,
+benchmark.yml and preflight.yml. audit.yml loads no wiring: the audit role's defaults (imported into the probe, as the play's roles
 bring them) must give the same values, and an inventory's audit_* must win over them.
 """
 
@@ -26,7 +26,7 @@ import yaml
 from ansible_collections.llmops.sglang.plugins.module_utils._http import parse_base_url
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml"]
+PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml", "preflight.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release"]
@@ -249,3 +249,13 @@ def test_the_runtime_role_sets_owner_and_mode_only_on_directories_it_creates():
     plan = next(t for t in controller if "_sglang_runtime_copy" in (t.get("ansible.builtin.set_fact") or {}))
     assert host_find["register"] in results and "_sglang_runtime_src" in results
     assert "sglang_runtime_plan('copy', _sglang_runtime_results)" in plan["ansible.builtin.set_fact"]["_sglang_runtime_copy"]
+
+
+def test_the_preflight_alone_takes_the_server_s_defaults(tmp_path):
+    """preflight.yml does not run the server's role, whose defaults site.yml has: the wiring's own defaults are the
+    role's, so a host without server settings is preflighted for what site.yml would deploy on it."""
+    server = _load(ROOT / "roles" / "sglang_server" / "defaults" / "main.yml")
+    inventory = {"all": {"children": {"sglang_servers": {"hosts": _local({"unset": {}})}}}}
+    unset = _render(tmp_path, "preflight.yml", WIRED, inventory)["unset"]
+    assert unset["gpu_preflight_gpu_count"] == server["sglang_server_tp_size"]
+    assert unset["gpu_preflight_mem_fraction_static"] == server["sglang_server_mem_fraction_static"]

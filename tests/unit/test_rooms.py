@@ -7,6 +7,7 @@ import ast
 import pathlib
 
 import pytest
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGINS = ROOT / "plugins"
@@ -39,8 +40,8 @@ def graph():
     return {name: _imports(path) & set(files) for name, path in files.items()}
 
 
-def _reached(graph, entry_folders):
-    todo = [name for name in graph if name.split(".")[0] in entry_folders]
+def _reached(graph, entry_folders, entries=()):
+    todo = [name for name in graph if name.split(".")[0] in entry_folders] + list(entries)
     seen = set()
     while todo:
         for dep in graph[todo.pop()]:
@@ -77,3 +78,11 @@ def test_the_rule_sees_a_misplaced_import(graph):
     assert plugin_util in _reached(broken, HOST_ENTRY)
     orphan = dict(graph, **{"module_utils._orphan": set()})
     assert "module_utils._orphan" not in _reached(orphan, HOST_ENTRY)
+
+
+def test_the_action_group_is_every_module_that_talks_to_a_server(graph):
+    """meta/runtime.yml's action group `sglang` (module_defaults for a server's URL, key and timeouts) lists exactly the
+    modules that reach the HTTP client, module_utils/_http.py, directly or through other module_utils."""
+    talks = sorted(n.split(".", 1)[1] for n in graph if n.startswith("modules.") and "module_utils._http" in _reached(graph, (), [n]))
+    listed = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text(encoding="utf-8"))["action_groups"]["sglang"]
+    assert talks and sorted(listed) == talks, "action_groups.sglang lists %s; the modules that reach _http: %s" % (listed, talks)

@@ -171,7 +171,26 @@ def test_not_installed(h200, tmp_path):
     assert facts["failure"]["class"] == "not_installed"
     result = evaluate(facts, {"installed": False})
     assert rules(result) == ["gpu_query", "cuda_toolkit"]
-    assert "install the NVIDIA driver packages" in result["failed"][0]["fix"]
+    assert result["failed"][0]["fix"] == rules_module.driver_install_fix(rules_module.normalize_expectations(None))
+
+
+# NVIDIA's driver role's variables (nvidia.nvidia_driver defaults/main.yml) and Canonical's package names for a branch
+# with the open kernel module; docs/gpu_preflight.md says where each was read.
+DRIVER_ROLE_580_OPEN = ('install NVIDIA driver branch 580 with the open kernel module and reboot, e.g. with NVIDIA\'s role '
+                        'nvidia.nvidia_driver: nvidia_driver_branch: "580", on Ubuntu nvidia_driver_ubuntu_packages: '
+                        '[nvidia-headless-580-server-open, nvidia-utils-580-server] (docs/gpu_preflight.md)')
+
+
+def test_a_bare_host_is_told_how_to_install_the_open_580_driver_with_nvidias_role(tmp_path):
+    facts = probe.collect(env={"PATH": str(tmp_path)}, driver_version_file=str(tmp_path / "none"))
+    assert evaluate(facts, {"installed": False})["failed"][0]["fix"] == DRIVER_ROLE_580_OPEN
+    # the branch and the module flavour are the rules' own
+    fix = evaluate(facts, {"installed": False}, {"driver_min_branch": 590, "kernel_module": "proprietary"})["failed"][0]["fix"]
+    assert fix.startswith("install NVIDIA driver branch 590 and reboot") and 'nvidia_driver_branch: "590"' in fix
+    assert "open" not in fix
+    # other nvidia-smi failures keep their own fix: installing a driver does not help a lost GPU
+    lost = evaluate({"ok": False, "failure": smi.failure("gpu_lost", "GPU is lost")}, {"installed": False})
+    assert "nvidia.nvidia_driver" not in lost["failed"][0]["fix"]
 
 
 def test_wrong_architecture_host(h200):
@@ -197,7 +216,8 @@ def test_old_proprietary_driver_without_persistence(h200, gpu_out):
     assert messages(result)[:3] == ["driver branch 570 found, 580 or newer required", "driver supports CUDA 12.8, the toolkit needs 13.0",
                                     "proprietary kernel module loaded, open required"]
     assert result["failed"][0]["found"] == "570.133.07 (branch 570)"
-    assert "install the -open driver packages" in result["failed"][2]["fix"]
+    assert [f["fix"] for f in result["failed"][:3:2]] == ["CUDA 13 builds need branch 580 or newer: " + DRIVER_ROLE_580_OPEN,
+                                                          DRIVER_ROLE_580_OPEN]
     assert "nvidia-smi -pm 1" in result["failed"][3]["fix"] and "nvidia-persistenced" in result["failed"][3]["fix"]
     assert result["failed"][3]["found"] == "off on GPUs 0-7"
     assert "kernel_module" not in rules(evaluate(facts, h200["cuda_toolkit_info"], {"kernel_module": "any"}))
@@ -445,3 +465,41 @@ def test_smoke_binary_names_the_source_and_the_gpus(h200):
     assert gpf.smoke_binary(on, h200["gpu_info"], dict(h200["cuda_toolkit_info"], installed=False), source) is None
     with pytest.raises(AnsibleFilterError, match="gpu_preflight_plan: settings must map"):
         FilterModule().filters()["gpu_preflight_plan"](None, "smoke", h200["gpu_info"], None, source)
+
+
+def _hold(result, facts, on=True):
+    settings = dict(role_defaults(), gpu_preflight_hold_driver=on)
+    return gpf.hold(settings, result, facts)
+
+
+# Package names as Debian/Ubuntu and EL hosts with a 580 driver install them, and what must not be held with them.
+APT_PACKAGES = ["nvidia-headless-580-server-open", "nvidia-utils-580-server", "libnvidia-compute-580-server",
+                "nvidia-kernel-common-580-server", "nvidia-dkms-580-server-open", "linux-modules-nvidia-580-server-open-generic",
+                "nvidia-fabricmanager-580", "cuda-drivers-580", "nvidia-container-toolkit", "openssh-server", "nvidia-cuda-toolkit"]
+EL_PACKAGES = ["nvidia-driver", "nvidia-driver-cuda", "nvidia-driver-libs", "kmod-nvidia-open-dkms", "nvidia-kmod-common",
+               "nvidia-persistenced", "nvidia-modprobe", "libnvidia-ml", "nvidia-container-toolkit", "bash"]
+
+
+def test_the_driver_packages_are_held_once_the_driver_passes(h200):
+    passed = evaluate(lab_facts("rtxpro6000x8"), h200["cuda_toolkit_info"])
+    apt = _hold(passed, {"pkg_mgr": "apt", "packages": dict.fromkeys(APT_PACKAGES, [{}])})
+    not_driver = {"nvidia-container-toolkit", "openssh-server", "nvidia-cuda-toolkit"}
+    assert apt == {"tool": "dpkg", "packages": sorted(set(APT_PACKAGES) - not_driver)}
+    el = _hold(passed, {"pkg_mgr": "dnf", "packages": dict.fromkeys(EL_PACKAGES, [{}])})
+    assert el == {"tool": "versionlock", "packages": sorted(set(EL_PACKAGES) - {"nvidia-container-toolkit", "bash"})}
+    assert _hold(passed, {"pkg_mgr": "apt", "packages": {"nvidia-utils-580": []}}, on=False) == {"tool": None, "packages": []}
+
+
+def test_a_driver_the_preflight_refuses_is_not_held(h200):
+    facts = lab_facts("rtxpro6000x8")
+    facts.update(driver_branch=570, driver_version="570.133.07")
+    old = evaluate(facts, h200["cuda_toolkit_info"])
+    assert _hold(old, {"pkg_mgr": "apt", "packages": {"nvidia-utils-570": []}}) == {"tool": None, "packages": []}
+
+
+def test_a_hold_that_cannot_be_made_says_why(h200):
+    passed = evaluate(lab_facts("rtxpro6000x8"), h200["cuda_toolkit_info"])
+    with pytest.raises(PreflightError, match="package manager 'zypper' has no hold here.*gpu_preflight_hold_driver: false"):
+        _hold(passed, {"pkg_mgr": "zypper", "packages": {"nvidia-driver-G06": []}})
+    with pytest.raises(PreflightError, match="no NVIDIA driver package is installed.*a .run install"):
+        _hold(passed, {"pkg_mgr": "apt", "packages": {"bash": []}})

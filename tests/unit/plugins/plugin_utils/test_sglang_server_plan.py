@@ -2,6 +2,7 @@
 Python (tests/fixtures/sglang_server_plan, rendered by ansible-core for six inventories), and checked against SGLang's
 own parser and environment settings."""
 
+import inspect
 import json
 import pathlib
 import subprocess
@@ -35,7 +36,9 @@ def inventory():
     loader = DataLoader()
     inv = InventoryManager(loader=loader, sources=[str(FIXTURES / "inventory" / "hosts.yml")])
     manager = VariableManager(loader=loader, inventory=inv)
-    defaults = loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True)
+    # ansible-core 2.19 templates only strings marked trusted; 2.18 (make units-oldest) has no such mark and no keyword.
+    trust = {"trusted_as_template": True} if "trusted_as_template" in inspect.signature(loader.load_from_file).parameters else {}
+    defaults = loader.load_from_file(str(ROLE / "defaults" / "main.yml"), **trust)
     hostvars = {h.name: manager.get_vars(host=h, include_hostvars=False) for h in inv.get_hosts()}
     groups = {name: [h.name for h in group.get_hosts()] for name, group in inv.groups.items()}
     settings = {}
@@ -266,7 +269,10 @@ SECRET_ENV = {"AWS_SECRET_ACCESS_KEY": "aws-lab-secret-4b7c", "ACCESS_TOKEN": "t
 
 
 def test_secret_named_variables_go_to_the_environment_file_not_the_unit(inventory):
-    from ansible.template import trust_as_template  # pylint: disable=import-outside-toplevel
+    import ansible.template  # pylint: disable=import-outside-toplevel
+
+    # 2.19 templates only text marked trusted; 2.18 (make units-oldest) templates any text and has no such mark
+    trust_as_template = getattr(ansible.template, "trust_as_template", str)
 
     settings, groups, hostvars = inventory
     s = dict(settings["one"], sglang_server_environment=SECRET_ENV, sglang_server_api_key="sk-lab-env-1",
