@@ -164,12 +164,16 @@ class StartFacts(object):
         """The acceptance point: from here on a record may hold client text."""
         self.accepting = True
 
+    def see_rank(self, rec):
+        """Count the rank of an SGLang record (all a record without a key literal can give)."""
+        if rec.kind == SGLANG and rec.prefixed and rec.rank != "main" and len(self.ranks_seen) < MAX_RANKS:
+            self.ranks_seen.add(rec.rank)
+
     def on_record(self, rec):
         """Read one record; True when it is a startup record that came after the acceptance point (no fact)."""
         kind = rec.kind
         if kind == SGLANG:
-            if rec.prefixed and rec.rank != "main" and len(self.ranks_seen) < MAX_RANKS:
-                self.ranks_seen.add(rec.rank)
+            self.see_rank(rec)
             return self._sglang(rec.msg, rec.rank)
         if kind == BARE:
             msg = rec.msg

@@ -125,11 +125,18 @@ class LogAuditor(object):
             # an access line or a request echo: client text, which neither counts nor interrupts anything
             return False
         self._tracebacks.on_line()
+        # a line without a key literal (handed on for an open traceback or a follow window) gives no fact, late
+        # startup record or rule hit: every one of them keys on a literal the scanner looks for
+        keyed = self._scanner.candidate
         for rec in records:
             seen = self._tracebacks.on_record(rec, loc)
             if seen is None:
                 continue  # a frame of an open traceback
             rank, facts_ok = seen
+            if not keyed:
+                if facts_ok:
+                    facts.see_rank(rec)
+                continue
             if facts_ok and facts.on_record(rec):
                 # a startup record after the server accepted requests: no fact, and no rule counts it (the FP8 warning
                 # written by a client must not fail a deployment); it is a finding of its own

@@ -124,7 +124,8 @@ class LineScanner(object):
     which must be in the line's head); None parses every line. ``loc`` is the 1-based line number, or the input
     offset of the line when ``count_lines`` is false. The consumer sets ``sequential`` (parse every
     line while true, e.g. inside a traceback) and ``follow`` (parse this many next lines); ``on_line``
-    returns False for a line that does not count towards ``follow``.
+    returns False for a line that does not count towards ``follow``. While ``on_line`` runs, ``candidate`` says
+    whether the line holds every run of an alternative (always true when every line is parsed).
     """
 
     def __init__(self, on_line, alternatives, max_line_bytes=DEFAULT_MAX_LINE_BYTES, count_lines=True):
@@ -162,6 +163,8 @@ class LineScanner(object):
         self._probes = 0            # probes made since the plan
         self.sequential = False
         self.follow = 0
+        # whether the line handed on holds a key literal (False: handed on only for a traceback or a follow window)
+        self.candidate = True
         self.offset = 0             # input offset of the next byte fed
         self._pending = b""         # unterminated line carried to the next chunk
         self._pending_at = 0
@@ -327,9 +330,10 @@ class LineScanner(object):
                 if e < 0:
                     e = end
                 if s not in found:
-                    head = min(e, s + cap)
+                    # one copy of the line's head, then `in` tests: cheaper than a find call per literal
+                    line = block[s:e] if e - s <= cap else block[s:s + cap]
                     for lit, rest in entries:
-                        if find(lit, s, head) >= 0 and (rest is None or _holds_rest(find, rest, s, head)):
+                        if lit in line and (rest is None or any(all(r in line for r in runs) for runs in rest)):
                             found.add(s)
                             break
                 pos = find(needle, e, end)
@@ -400,11 +404,17 @@ class LineScanner(object):
                 pos = starts[idx]
                 idx += 1
                 took = False
-            elif self.follow:
-                self.follow -= 1
-                took = True
+                self.candidate = True
             else:
-                took = False
+                if self.follow:
+                    self.follow -= 1
+                    took = True
+                else:
+                    took = False
+                if starts is not None:
+                    while idx < len(starts) and starts[idx] < pos:
+                        idx += 1
+                    self.candidate = idx < len(starts) and starts[idx] == pos
             e = find(b"\n", pos, end)
             if e < 0:
                 e = end

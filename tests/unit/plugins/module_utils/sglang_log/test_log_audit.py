@@ -768,6 +768,29 @@ def test_fast_paths_equal_the_plain_parse(plan, fixtures_dir, tmp_path, monkeypa
         assert json.loads(json.dumps(a)) == b, name
 
 
+def test_lines_without_a_literal_skip_facts_and_rules_and_change_nothing(fixtures_dir, tmp_path, monkeypatch):
+    # a line handed on only because a traceback is open or a follow window runs holds no key literal: the audit checks
+    # only its traceback role and rank; with every line taken for one holding a literal, the result is the same
+    logs = sorted((fixtures_dir / "real-sglang").glob("*.log")) + sorted((fixtures_dir / LOGS).glob("*.log"))
+    inputs = [path.read_bytes() for path in logs] + [TRICKY_TRACEBACK, logs[0].read_bytes() + TRICKY_TRACEBACK * 3]
+    bench = _bench_log(tmp_path / "bench.log", 4 << 20)
+    seen = []
+    line = LogAuditor._line
+
+    def spy(self, raw, loc):
+        seen.append(self._scanner.candidate)
+        return line(self, raw, loc)
+
+    with monkeypatch.context() as m:
+        m.setattr(LogAuditor, "_line", spy)
+        lean = [audit_bytes(data) for data in inputs] + [audit_path(str(bench))]
+    assert seen.count(False) > 100 and seen.count(True) > 1000
+    monkeypatch.setattr(LineScanner, "candidate", property(lambda self: True, lambda self, value: None), raising=False)
+    full = [audit_bytes(data) for data in inputs] + [audit_path(str(bench))]
+    for a, b in zip(lean, full):
+        assert json.loads(json.dumps(a)) == json.loads(json.dumps(b))
+
+
 # ----------------------------------------------------------------------------------------------
 # Property tests: arbitrary and damaged input never raises
 
