@@ -336,7 +336,7 @@ def kernel_plan(release, capability, args, quant_algo=None):
     return plan
 
 
-def _nvcc_users(plan, prebuilt=False):
+def nvcc_users(plan, prebuilt=False):
     """{X: rows} of the plan's ``nvcc>=X`` needs; FlashInfer JIT rows need no nvcc on the host when their modules
     were built ahead of time (``prebuilt``)."""
     users = {}
@@ -356,9 +356,9 @@ def _jit_what(rows):
 
 def nvcc_minimum(plan, archs=(), prebuilt=False):
     """The oldest nvcc a host needs and why: the first toolkit that compiles each of ``archs`` (``NVCC_FIRST``) and
-    each ``nvcc>=X`` of the plan's rows (see ``_nvcc_users``). Returns (release or None, [reason, ...])."""
+    each ``nvcc>=X`` of the plan's rows (see ``nvcc_users``). Returns (release or None, [reason, ...])."""
     found = [(NVCC_FIRST[a], "%s needs nvcc %s" % (a, NVCC_FIRST[a])) for a in archs if a in NVCC_FIRST]
-    for minimum, rows in _nvcc_users(plan, prebuilt).items():
+    for minimum, rows in nvcc_users(plan, prebuilt).items():
         found.append((minimum, "%s (%s) compile at first use with nvcc %s or newer" % (_jit_what(rows), ", ".join(row["entry"] for row in rows), minimum)))
     if not found:
         return None, []
@@ -373,7 +373,7 @@ def nvcc_problems(plan, nvcc, prebuilt=False):
     if nvcc is None:
         return []
     out = []
-    for minimum, users in _nvcc_users(plan, prebuilt).items():
+    for minimum, users in nvcc_users(plan, prebuilt).items():
         if nvcc and _version(nvcc) is not None and _version(nvcc) >= _version(minimum):
             continue
         problem = ("the host has no nvcc" if not nvcc else "the host's nvcc %s is older than %s" % (nvcc, minimum))

@@ -32,6 +32,9 @@ EXPECTATIONS = (
     ("persistence_mode", "persistence_mode"),
     ("mem_fraction_static", "min_free_fraction"),
     ("require_ecc", "require_ecc"),
+    ("sglang_release", "sglang_release"),
+    ("launch_args", "launch_args"),
+    ("fp4_modules_prebuilt", "fp4_modules_prebuilt"),
 )
 # Every setting the phases read.
 SETTINGS = tuple(PREFIX + name for name, _key in EXPECTATIONS) + tuple(

@@ -82,6 +82,13 @@ DRY_RUN_TAG = "sgl_kernel_dry_run"
 INSTALLED_STAMP_NAME = ".llmops-sgl-kernel.json"
 
 
+# The verdicts that stop the role as soon as the plan holds one: tasks/plan.yml fails with the first (``error``) each
+# time it works out the plan. The other two wait for what the play does first (the dry run's report is shown, the
+# wheel is copied) and have a task of their own.
+STOP_AT_ONCE = ("input_error", "toolkit_error", "configure_error", "build_failure", "staged_error", "controller_error",
+                "build_result_error")
+
+
 class KernelPlanError(ValueError):
     """An input the plan cannot use; the message names it and the fix."""
 
@@ -453,10 +460,13 @@ def _build_run_plan(s, v, p, probe):
         return
     p["build_failed"] = result.get("rc", -1) != 0
     tail = v.get("_sgl_kernel_build_tail")
+    # a verdict once the log's tail was read, so the failure shows it
     p["build_failure"] = ["sgl_kernel: the build %s; last lines of %s:" % (
         "failed (rc %s)" % result.get("rc") if result.get("finished") else "did not finish in %s s" % s["build_timeout"],
-        p["build_log"])] + ((tail or {}).get("stdout_lines") or [])
-    staged = (v.get("_sgl_kernel_staged") or {}).get("files") or []
+        p["build_log"])] + ((tail or {}).get("stdout_lines") or []) if p["build_failed"] and tail is not None else None
+    if not ran(v.get("_sgl_kernel_staged")):
+        return
+    staged = v["_sgl_kernel_staged"].get("files") or []
     p["staged_error"] = None if len(staged) == 1 else "sgl_kernel: expected one wheel in %s, found %s" % (
         p["staging_dir"], [f.get("path") for f in staged])
     if len(staged) != 1:
@@ -570,7 +580,7 @@ def plan(values):
     run = dict(run, check_mode=to_bool(run["check_mode"]))
     error = input_error(s, run["play_hosts"])
     if error:
-        return {"input_error": error}
+        return {"input_error": error, "error": error}
     build_dir = s["build_dir"]
     p = {"input_error": None,
          "dry_run": to_bool(s["dry_run"]) or DRY_RUN_TAG in (run.get("tags") or []),
@@ -586,7 +596,9 @@ def plan(values):
          "is_build_host": run["host"] == s["build_host"]}
     if p["is_build_host"]:
         _build_host_plan(s, values, run, p)
-    return _install_plan(s, values, run, p)
+    _install_plan(s, values, run, p)
+    p["error"] = next((p[name] for name in STOP_AT_ONCE if p.get(name)), None)
+    return p
 
 
 def plan_phase(settings, results, run):

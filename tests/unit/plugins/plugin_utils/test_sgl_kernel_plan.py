@@ -308,10 +308,15 @@ def test_a_failed_build_and_a_wrong_number_of_wheels_are_reported():
     assert p["build_failed"]
     assert p["build_failure"] == ["sgl_kernel: the build failed (rc 1); last lines of "
                                   "/var/cache/llmops-sglang/sgl-kernel/build.log:", "ninja: build stopped"]
+    assert p["error"] == p["build_failure"]
+    # before the log's tail is read, the failure waits for it
     p = plan_of(values_for("a_defaults_130", _sgl_kernel_build_result={"finished": False}))
+    assert p["build_failed"] and p["build_failure"] is None and p["error"] is None
+    p = plan_of(values_for("a_defaults_130", _sgl_kernel_build_result={"finished": False}, _sgl_kernel_build_tail={"skipped": True}))
     assert p["build_failure"][0].startswith("sgl_kernel: the build did not finish in 14400 s")
     p = plan_of(values_for("a_defaults_130", _sgl_kernel_staged={"files": []}))
     assert p["staged_error"] == "sgl_kernel: expected one wheel in /var/cache/llmops-sglang/sgl-kernel/staging, found []"
+    assert p["error"] == p["staged_error"]
     assert "new_stamp" not in p
     p = plan_of(values_for("a_defaults_130", _sgl_kernel_old_wheels={"files": [
         {"path": "/var/cache/llmops-sglang/sgl-kernel/dist/old.whl"}, {"path": "/var/cache/llmops-sglang/sgl-kernel/dist/" + WHEEL}]}))
@@ -418,7 +423,7 @@ def test_bad_settings_are_named_in_one_message():
                  "sgl_kernel_require_archs has sm_120x", "sgl_kernel_git_ref is empty",
                  "sgl_kernel_build_job_mem_gib must be positive (got 'lots')", "sgl_kernel_build_jobs must be >= 1 (got 0)"):
         assert part in error
-    assert plan_of(v) == {"input_error": error}
+    assert plan_of(v) == {"input_error": error, "error": error}
     assert "sgl_kernel_cuda_archs is empty" in plan_of(values_for("a_defaults_130", sgl_kernel_cuda_archs=[]))["input_error"]
 
 
@@ -447,11 +452,40 @@ def _role_text():
 
 
 def test_every_plan_value_the_role_uses_exists():
-    used = set(re.findall(r"\b_sgl_kernel\.(\w+)", _role_text())) | set(re.findall(r"\bplan\.(\w+)", _role_text()))
+    used = set(re.findall(r"\b_sgl_kernel(?:_new)?\.(\w+)", _role_text())) | set(re.findall(r"\bplan\.(?!yml\b)(\w+)", _role_text()))
     keys = set(plan_of(values_for("a_defaults_130", _sgl_kernel_build_result={"rc": 1}, _sgl_kernel_build_tail={},
                                   _sgl_kernel_old_wheels={"files": []})))
     keys |= set(plan_of(values_for("a_defaults_130", host="node2")))
     assert used and used <= keys, used - keys
+
+
+def _tasks(path):
+    """The tasks of a file in order, a block's own tasks in its place."""
+    for task in yaml.safe_load(path.read_text()) or []:
+        yield from (x for part in ("block", "rescue", "always") for x in task.get(part, [])) if "block" in task else [task]
+
+
+def test_the_plan_is_a_fact_worked_out_again_after_each_result_it_follows():
+    """tasks/plan.yml keeps the plan as the fact _sgl_kernel (nothing templates it at each use), and no task reads it
+    between a result the plan follows and the next plan.yml: it would read a plan without that result."""
+    assert "_sgl_kernel" not in yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    [refresh, stop] = yaml.safe_load((ROLE / "tasks" / "plan.yml").read_text())
+    assert refresh["ansible.builtin.set_fact"]["_sgl_kernel"] == "{{ _sgl_kernel_new }}"
+    assert stop["when"] == "_sgl_kernel.error is not none"
+    for path in sorted((ROLE / "tasks").glob("*.yml")):
+        stale = None
+        for task in _tasks(path):
+            if task.get("ansible.builtin.import_tasks") == "plan.yml":
+                stale = None
+                continue
+            text = json.dumps({k: v for k, v in task.items() if k not in ("register", "changed_when")})
+            assert stale is None or "_sgl_kernel." not in text, "%s: %r reads the plan before it follows %s" % (path.name, task["name"], stale)
+            if task.get("register") in sk.RESULTS:
+                stale = task["register"]
+            if task.get("ansible.builtin.set_fact", {}).get("sgl_kernel_build"):
+                stale = "sgl_kernel_build"
+    # a changed_when that judges its own result reads the plan fresh
+    assert "_sgl_kernel_new.requirements_changed" in (ROLE / "tasks" / "build_venv.yml").read_text()
 
 
 def test_every_result_the_role_registers_is_documented_for_the_plan():
