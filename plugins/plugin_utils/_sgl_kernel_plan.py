@@ -43,9 +43,9 @@ import os
 import posixpath
 import re
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan
+from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan, _fp4_kernels
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
-from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy as to_bool
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import is_empty, truthy as to_bool
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
@@ -176,14 +176,28 @@ def torch_arch_list(archs):
     return ";".join(torch_arch("sm_" + a) for a in archs)
 
 
+def resolve_target(s):
+    """The SM 12.0 target (_fp4_kernels.SM120_TARGET) where the arch settings are null (the role's defaults): build
+    120a, require sm_120a; and, where sgl_kernel_cuda_min_release is null, the first nvcc that compiles every required
+    arch the FP4 table knows (12.8 for sm_120a; None for others: any nvcc that compiles them)."""
+    if is_empty(s["cuda_archs"]):
+        s["cuda_archs"] = [_fp4_kernels.sm120_arch("cmake")]
+    if is_empty(s["require_archs"]):
+        s["require_archs"] = [_fp4_kernels.sm120_arch()]
+    if is_empty(s["cuda_min_release"]):
+        s["cuda_min_release"] = _fp4_kernels.nvcc_minimum({"rows": []}, toolkit_archs(s["require_archs"]))[0]
+    return s
+
+
 def toolkit_error(toolkit, s):
     """None when nvcc is installed, new enough and compiles the required archs; else the message."""
     release = toolkit.get("release")
-    minimum = str(s["cuda_min_release"])
-    if toolkit.get("installed") and version_tuple(release) and version_tuple(minimum) \
-            and version_tuple(release) >= version_tuple(minimum) and toolkit.get("archs_ok"):
+    minimum = None if s["cuda_min_release"] is None else str(s["cuda_min_release"])
+    new_enough = version_tuple(release) and (minimum is None or version_tuple(minimum) and version_tuple(release) >= version_tuple(minimum))
+    if toolkit.get("installed") and new_enough and toolkit.get("archs_ok"):
         return None
     failed = [a for a, r in sorted((toolkit.get("arch_tests") or {}).items()) if not (r or {}).get("compiles")]
+    minimum = minimum or "any release"
     return ("sgl_kernel: %s/bin/nvcc %s; the build needs CUDA >= %s that compiles %s (%s failed). "
             "Install CUDA %s or newer (13.0 for torch cu130) and set sgl_kernel_cuda_home."
             % (s["cuda_home"], "release %s" % release if toolkit.get("installed") else "is missing", minimum,
@@ -572,7 +586,7 @@ def _install_plan(s, v, run, p):
 
 def plan(values):
     """Everything the role's tasks use, from the role's settings, the run and the results registered so far."""
-    s = _settings(values)
+    s = resolve_target(_settings(values))
     run = values.get("_sgl_kernel_run") or {}
     missing = [k for k in ("host", "play_hosts", "check_mode") if k not in run]
     if missing:

@@ -323,8 +323,21 @@ def test_a_failed_build_and_a_wrong_number_of_wheels_are_reported():
     assert p["old_wheels"] == ["/var/cache/llmops-sglang/sgl-kernel/dist/old.whl"]
 
 
+def test_the_null_arch_settings_are_the_one_sm120_target():
+    """The role's and the preflight's defaults name no arch and no toolkit release: both resolve _fp4_kernels'
+    SM120_TARGET, so 120a / sm_120a / 12.8 are written once."""
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
+    assert (s["cuda_archs"], s["require_archs"], s["cuda_min_release"]) == (["120a"], ["sm_120a"], "12.8")
+    hopper = sk.resolve_target(dict(s, cuda_archs=["90a"], require_archs=["sm_90a"], cuda_min_release=None))
+    assert (hopper["cuda_archs"], hopper["cuda_min_release"]) == (["90a"], None)
+    assert sk.toolkit_error({"installed": True, "release": "12.4", "archs_ok": True}, hopper) is None
+    for role in ("sgl_kernel", "gpu_preflight"):
+        text = (ROLE.parent / role / "defaults" / "main.yml").read_text()
+        assert not re.search(r"^\w+: .*(120a|12\.8)", text, re.M), role
+
+
 def test_toolkit_verdicts():
-    s = dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items())
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
     ok = {"installed": True, "release": "12.8", "archs_ok": True, "arch_tests": {"sm_120a": {"compiles": True}}}
     assert sk.toolkit_error(ok, s) is None
     old = dict(ok, release="12.6", archs_ok=False, arch_tests={"sm_120a": {"compiles": False}})
