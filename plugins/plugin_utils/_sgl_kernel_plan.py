@@ -30,6 +30,8 @@ tasks registered so far (RESULTS):
   _sgl_kernel_runtime_probe    the probe of an installing host's runtime venv
   _sgl_kernel_venv_made        creating the runtime venv
   _sgl_kernel_wheel_copied     copying the wheel to an installing host
+  _sgl_kernel_pinned_fetch     pip download of the wheel the pinned SGLang release pins (build host)
+  _sgl_kernel_pinned_verify    cuda_binary_info on that wheel (failed_when false: its verdict is evidence)
 
 Each section of the plan appears once its inputs exist; the tasks only wire its values.
 Requirements are compared by the collection's one pin rule (``_pins.unmet``).
@@ -61,7 +63,7 @@ SETTINGS = tuple("sgl_kernel_" + name for name in (
     "github_artifactory", "fetchcontent_source_dirs", "fetchcontent_disconnected", "build_job_mem_gib",
     "build_jobs", "compile_threads", "build_host", "build_dir", "force_rebuild", "build_timeout",
     "build_poll_interval", "controller_dir", "require_archs", "cuobjdump", "venv", "venv_create", "wheel_dir",
-    "check_torch", "smoke_test", "smoke_test_code",
+    "check_torch", "smoke_test", "smoke_test_code", "source", "fp4_launch_args",
 ))
 # The results it reads, as the module docstring lists them (_sgl_kernel_result_names); None until registered.
 RESULTS = (
@@ -69,7 +71,8 @@ RESULTS = (
     "_sgl_kernel_build_reqs", "_sgl_kernel_build_reprobe", "_sgl_kernel_configure", "_sgl_kernel_cmake_plan",
     "_sgl_kernel_build_result", "_sgl_kernel_build_tail", "_sgl_kernel_staged", "_sgl_kernel_old_wheels",
     "_sgl_kernel_verify", "_sgl_kernel_fetched", "_sgl_kernel_controller_wheel", "sgl_kernel_build",
-    "_sgl_kernel_runtime_probe", "_sgl_kernel_venv_made", "_sgl_kernel_wheel_copied",
+    "_sgl_kernel_runtime_probe", "_sgl_kernel_venv_made", "_sgl_kernel_wheel_copied", "_sgl_kernel_pinned_fetch",
+    "_sgl_kernel_pinned_verify",
 )
 # nvcc 12.9 added the family targets (sm_100f, sm_103f, sm_110f, sm_120f, sm_121f: the Blackwell numbers).
 FAMILY_RELEASE = (12, 9)
@@ -82,11 +85,15 @@ DRY_RUN_TAG = "sgl_kernel_dry_run"
 INSTALLED_STAMP_NAME = ".llmops-sgl-kernel.json"
 
 
-# The verdicts that stop the role as soon as the plan holds one: tasks/plan.yml fails with the first (``error``) each
-# time it works out the plan. The other two wait for what the play does first (the dry run's report is shown, the
-# wheel is copied) and have a task of their own.
-STOP_AT_ONCE = ("input_error", "toolkit_error", "configure_error", "build_failure", "staged_error", "controller_error",
-                "build_result_error")
+# The verdicts that stop the role: tasks/plan.yml fails with the first (``error``) each time it works out the plan.
+# Each is due once the result it waits for is there (an install's, once the wheel copy ran or was skipped: a copy
+# mends a local wheel with other bytes).
+STOP_AT_ONCE = ("input_error", "pinned_error", "toolkit_error", "configure_error", "dry_run_error", "build_failure",
+                "staged_error", "controller_error", "build_result_error", "install_error")
+SOURCES = ("auto", "build", "wheel")
+# What an sgl-kernel FP4 op's kernels are called (the pattern cuda_binary_info's require_kernels takes)
+FP4_KERNELS = "fp4|e2m1"
+_PIP_SAVED = re.compile(r"^(?:Saved|File was already downloaded) (\S+\.whl)\s*$", re.M)
 
 
 class KernelPlanError(ValueError):
@@ -138,6 +145,8 @@ def input_error(s, play_hosts):
             problems.append("sgl_kernel_%s has %s: write archs as 120a or sm_120a" % (name, ", ".join(map(str, bad))))
     if not str(s["git_ref"] or ""):
         problems.append("sgl_kernel_git_ref is empty")
+    if str(s["source"]) not in SOURCES:
+        problems.append("sgl_kernel_source must be one of %s (got %r)" % (", ".join(SOURCES), s["source"]))
     for name, minimum, convert in (("build_job_mem_gib", 0, float), ("build_jobs", 1, int),
                                    ("compile_threads", 1, int), ("build_poll_interval", 1, int),
                                    ("dry_run_cost_factor", 0, float)):
@@ -361,7 +370,9 @@ def _dry_run_plan(s, v, p, old_stamp):
     p["dry_run_report"] = ["sgl-kernel %s, configured only (nothing compiled) in %s:" % (s["git_ref"], p["dry_run_dir"])] + \
         _cmake_plan.report(cmake, unused, problems, cmake.get("unit_seconds"), p["toolkit_archs"][0], s["dry_run_cost_factor"],
                            p["jobs"], last, to_bool(s["restrict_archs"]))
-    p["dry_run_error"] = "sgl_kernel: the build would not give what is required: %s" % "; ".join(problems) if problems else None
+    # the report first: the role stops at this verdict as soon as it holds one
+    p["dry_run_error"] = "\n".join(p["dry_run_report"] + ["sgl_kernel: the build would not give what is required: %s" % "; ".join(problems)]) \
+        if problems else None
     p["build_plan"] = {"unit_archs": cmake.get("unit_archs"), "cuda_units": cmake.get("cuda_units"),
                        "cubins": cmake.get("cubins"), "nvfp4": cmake.get("nvfp4"), "unused_defines": unused}
 
@@ -382,10 +393,88 @@ def _settings(values):
     return _Settings((k[len(prefix):], v) for k, v in values.items() if k.startswith(prefix))
 
 
+# ---------------------------------------------------------------------------------------------
+# Build or install: the FP4 table and the pinned wheel's kernels decide
+
+def source_decision(s, verify=None):
+    """Whether the build host builds sgl-kernel from source or takes the wheel the pinned SGLang release pins, and why.
+
+    The FP4 table (_fp4_kernels) says, per release and chosen backend (sgl_kernel_fp4_launch_args; none: what auto
+    becomes), who provides the SM 12.0 kernels. A release whose chosen backends call no sgl-kernel FP4 op needs of the
+    wheel only cubins for the required archs; one that calls some also needs its FP4 kernels (FP4_KERNELS). The pinned
+    wheel is fetched and checked for exactly that (``verify``: cuda_binary_info's result, None before it ran) and
+    installed when it has it; otherwise, or for a release the table does not know, the source is built.
+    Returns {check_pinned, use_pinned, pinned (name==version), kernels (patterns required), why, error}."""
+    release = re.sub(r"^v(?=[0-9])", "", str(s["git_ref"]))
+    out = {"check_pinned": False, "use_pinned": False, "pinned": None, "kernels": [], "why": None, "error": None}
+    if s["source"] == "build":
+        out["why"] = "sgl_kernel_source is build"
+        return out
+    if release not in _fp4_kernels.RELEASES:
+        out["why"] = ("SGLang %s (sgl_kernel_git_ref) is not in the FP4 kernel table (%s): which sgl-kernel ops it calls is not "
+                      "known, so the source is built" % (s["git_ref"], ", ".join(_fp4_kernels.RELEASES)))
+        out["error"] = "sgl_kernel: sgl_kernel_source is wheel, but " + out["why"][:-len(", so the source is built")] if s["source"] == "wheel" else None
+        return out
+    rows = _fp4_kernels.kernel_plan(release, _fp4_kernels.CAPABILITY, s["fp4_launch_args"] or [], "NVFP4")["rows"]
+    ops = [row for row in rows if row["provider"] == "sgl-kernel"]
+    out.update(check_pinned=True, pinned="%s==%s" % (s["dist_name"], _fp4_kernels.RELEASES[release]["sglang-kernel"]),
+               kernels=[FP4_KERNELS] if ops else [])
+    uses = "; ".join("%s %s from %s" % (row["flag"], row["choice"], row["provider"]) for row in rows)
+    calls = ("calls sgl-kernel FP4 ops (%s), so the wheel must carry %s kernels" % (", ".join(r["entry"] for r in ops), FP4_KERNELS)
+             if ops else "calls no sgl-kernel FP4 op (%s)" % uses)
+    if not ran(verify):
+        out["why"] = "SGLang %s %s: checking %s" % (release, calls, out["pinned"])
+        return out
+    missing = (verify.get("missing_archs") or []) + (verify.get("missing_kernels") or [])
+    if verify.get("sha256") and not missing:
+        out.update(use_pinned=True, why="SGLang %s %s, and %s carries %s%s (cuda_binary_info): installing it instead of building" % (
+            release, calls, out["pinned"], ", ".join(verify.get("required_archs") or []),
+            " kernels for " + ", ".join(out["kernels"]) if out["kernels"] else " cubins"))
+        return out
+    lacks = str(verify.get("msg") or "missing %s" % ", ".join(map(str, missing)))
+    out["why"] = "SGLang %s %s, but %s does not serve: %s; building from source" % (release, calls, out["pinned"], lacks)
+    if s["source"] == "wheel":
+        out["error"] = "sgl_kernel: sgl_kernel_source is wheel, but %s does not serve: %s" % (out["pinned"], lacks)
+    return out
+
+
+def _pinned_plan(s, v, run, p):
+    """The pinned wheel: fetched into build_dir/pinned with the runtime venv's pip, checked, and (when it serves)
+    recorded as the build host's result, so every host installs it as it would a built one."""
+    decision = source_decision(s, v.get("_sgl_kernel_pinned_verify"))
+    check = decision["check_pinned"] and not p["dry_run"]
+    p["toolkit_archs"] = toolkit_archs(s["require_archs"])
+    fetched = v.get("_sgl_kernel_pinned_fetch")
+    found = _PIP_SAVED.findall((fetched or {}).get("stdout") or "") if ran(fetched) else []
+    p.update(check_pinned=check, use_pinned=check and decision["use_pinned"], pinned_kernels=decision["kernels"],
+             pinned_error=decision["error"], why=decision["why"],
+             pinned_wheel=found[-1] if found else None,
+             pinned_argv=["%s/bin/python" % s["venv"], "-m", "pip", "download", "--disable-pip-version-check", "--no-deps",
+                          "--only-binary", ":all:", "--dest", s["build_dir"] + "/pinned"]
+             + index_options(s["pip_wheelhouse"], s["pip_index_url"]) + [decision["pinned"] or ""])
+    if ran(fetched) and not found and check:
+        p["pinned_error"] = "sgl_kernel: pip download of %s named no wheel (stdout %r, stderr %r)" % (
+            decision["pinned"], (fetched.get("stdout") or "")[-300:], (fetched.get("stderr") or "")[-300:])
+    if not p["use_pinned"]:
+        return
+    verify = v["_sgl_kernel_pinned_verify"]
+    wheel = posixpath.basename(p["pinned_wheel"])
+    key = cache_key({"pinned": decision["pinned"], "sha256": verify["sha256"]})
+    stamp = {"key": key, "source": {"pinned": decision["pinned"], "why": decision["why"]},
+             "wheel": {"file": wheel, "sha256": verify["sha256"]},
+             "verified": {"required_archs": verify.get("required_archs"), "accept_family": True, "required_kernels": decision["kernels"],
+                          "elf_archs": verify.get("elf_archs"), "ptx_archs": verify.get("ptx_archs")}}
+    p["record"] = {"key": key, "built": False, "stamp": stamp, "wheel_file": wheel, "wheel_path": p["pinned_wheel"],
+                   "sha256": verify["sha256"], "torch_version": None, "source": "pinned", "why": decision["why"],
+                   "controller_path": "%s/%s/%s" % (s["controller_dir"], key[:16], wheel)}
+    _controller_plan(v, run, p, p["record"])
+
+
 def _build_host_plan(s, v, run, p):
     """Build host: toolchain, build venv, cache key, build options, stamp, controller copies."""
     p["nvcc"] = "%s/bin/nvcc" % s["cuda_home"]
     p["toolkit_archs"] = toolkit_archs(s["require_archs"])
+    p["probe_arch"] = p["toolkit_archs"][0]
     toolkit, git, first = v.get("_sgl_kernel_toolkit"), v.get("_sgl_kernel_git"), v.get("_sgl_kernel_build_probe")
     p["toolkit_error"] = toolkit_error(toolkit, s) if ran(toolkit) else None
     p["build_probe_argv"] = probe_argv(s, v, {
@@ -439,7 +528,7 @@ def _build_host_plan(s, v, run, p):
         build=needed and not run["check_mode"] and not p["dry_run"],
         # the real build configures first and stops when it would miss sm_120 or NVFP4
         configure_first=(p["dry_run"] or needed) and not run["check_mode"],
-        restrict_override=restrict, configure_error=None, dry_run_report=None, dry_run_error=None, build_plan=None,
+        restrict_override=restrict, restrict_archs=restrict is not None, configure_error=None, dry_run_report=None, dry_run_error=None, build_plan=None,
         cache_message="sgl-kernel %s (%s) for %s, CUDA %s, torch %s: key %s %s%s" % (
             s["git_ref"], str(git.get("after"))[:12], ";".join(archs), toolkit.get("release"), torch or "none", key[:16],
             "-> build (%s)" % why if needed else "= stamp, build skipped",
@@ -520,8 +609,9 @@ def _controller_plan(v, run, p, record, exists=os.path.isfile):
         % (record["controller_path"], found or "none", record["sha256"]))
     folder = posixpath.dirname(record["controller_path"] or "")
     files = [] if record["sha256"] is None else [
-        {"dest": "%s/%s.sha256" % (folder, record["wheel_file"]), "content": "%s  %s\n" % (record["sha256"], record["wheel_file"])},
-        {"dest": "%s/%s" % (folder, STAMP_NAME), "content": nice_json(record["stamp"])}]
+        {"dest": "%s/%s.sha256" % (folder, record["wheel_file"]), "content": "%s  %s\n" % (record["sha256"], record["wheel_file"]),
+         "name": record["wheel_file"] + ".sha256"},
+        {"dest": "%s/%s" % (folder, STAMP_NAME), "content": nice_json(record["stamp"]), "name": STAMP_NAME}]
     # written again only for a new wheel, or when missing (this runs on the controller, where they live)
     renew = record["built"] or (ran(fetched) and bool(fetched.get("changed")))
     p["controller_files"] = [f for f in files if renew or not exists(f["dest"])]
@@ -609,9 +699,14 @@ def plan(values):
          "installed_stamp_path": "%s/%s" % (s["venv"], INSTALLED_STAMP_NAME),
          "is_build_host": run["host"] == s["build_host"]}
     if p["is_build_host"]:
-        _build_host_plan(s, values, run, p)
+        _pinned_plan(s, values, run, p)
+        if not p["use_pinned"]:
+            _build_host_plan(s, values, run, p)
+            if "record" in p:
+                p["record"].update(source="built", why=p["why"])
     _install_plan(s, values, run, p)
-    p["error"] = next((p[name] for name in STOP_AT_ONCE if p.get(name)), None)
+    due = [name for name in STOP_AT_ONCE if name != "install_error" or values.get("_sgl_kernel_wheel_copied") is not None]
+    p["error"] = next((p[name] for name in due if p.get(name)), None)
     return p
 
 

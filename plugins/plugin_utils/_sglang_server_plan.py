@@ -294,8 +294,7 @@ def fp4_check(s):
     nvcc = None
     if isinstance(toolkit, dict) and "installed" in toolkit:
         nvcc = str(toolkit.get("release") or "none") if toolkit["installed"] else "none"
-    return {"gpu_capability": caps[0] if len(caps) == 1 else None, "nvcc": nvcc,
-            "modules_prebuilt": _bool(s[P + "fp4_modules_prebuilt"])}
+    return {"gpu": caps[0] if len(caps) == 1 else None, "nvcc": nvcc, "prebuilt": _bool(s[P + "fp4_modules_prebuilt"])}
 
 
 def plan(settings, host, groups, hostvars, play_batch=None):

@@ -30,7 +30,7 @@ WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchm
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "gpu_preflight_sglang_release",
          "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",
-         "sglang_server_cuda_toolkit"]
+         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args"]
 KEY = "sk-wiring-test-2f8d"
 # What the roles' defaults give in site.yml, where the server and preflight roles are imported (the probe has no roles).
 ROLE_DEFAULTS = {"sglang_server_tp_size": 8, "sglang_server_mem_fraction_static": 0.85, "sglang_server_nodes_group": None,
@@ -107,7 +107,8 @@ def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
                              "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
                              "gpu_preflight_launch_args": REFERENCE_FP4[:3] + [None] + REFERENCE_FP4[4:],
                              "gpu_preflight_fp4_modules_prebuilt": True, "sglang_server_fp4_modules_prebuilt": True,
-                             "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None}
+                             "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
+                             "sgl_kernel_fp4_launch_args": REFERENCE_FP4[:3] + [None] + REFERENCE_FP4[4:]}
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"]["benchmark_api_key"] == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"]["benchmark_api_key"] is None
 
@@ -129,6 +130,8 @@ def test_the_planned_fp4_launch_reaches_the_preflight_and_the_server_check(wired
     were built ahead of time (default no)."""
     unset = wired["unset"]
     assert (unset["gpu_preflight_sglang_release"], unset["gpu_preflight_launch_args"]) == ("0.5.23", REFERENCE_FP4)
+    # the same backends decide whether the sgl-kernel wheel SGLang pins serves
+    assert unset["sgl_kernel_fp4_launch_args"] == REFERENCE_FP4
     assert unset["gpu_preflight_fp4_modules_prebuilt"] is unset["sglang_server_fp4_modules_prebuilt"] is False
     # the probe play runs no preflight: the server role then checks no GPU and no nvcc
     assert unset["sglang_server_gpu"] is unset["sglang_server_cuda_toolkit"] is None

@@ -94,7 +94,9 @@ def test_the_plan_reproduces_the_roles_jinja(case):
     stamp = json.loads(json.dumps(old["new_stamp"]))
     stamp["build"].update(cmake_defines=p["cmake_defines"], unit_archs=None)
     assert p["new_stamp"] == dict(stamp, plan=None)
-    assert p["record"] == dict(old["build_record"], stamp=p["new_stamp"] if old["build_record"]["stamp"] else None)
+    # added since: where the wheel came from and why (the pinned wheel is checked first where the FP4 table allows)
+    assert p["record"] == dict(old["build_record"], stamp=p["new_stamp"] if old["build_record"]["stamp"] else None,
+                               source="built", why=p["why"])
     assert p["cache_message"].endswith(old["build_reason"] if old["build_needed"] else "= stamp, build skipped")
 
 
@@ -265,7 +267,7 @@ def test_an_unchanged_stamp_skips_the_build_and_keeps_the_stamp():
     # the controller's checksum file and stamp are written when missing (none here: another controller)
     sums = p["controller_files"][0]
     assert sums == {"dest": "/root/.cache/llmops-sglang/sgl-kernel/%s/%s.sha256" % (key[:16], WHEEL),
-                    "content": "%s  %s\n" % ("c" * 64, WHEEL)}
+                    "content": "%s  %s\n" % ("c" * 64, WHEEL), "name": WHEEL + ".sha256"}
     assert json.loads(p["controller_files"][1]["content"]) == stamp
 
 
@@ -570,3 +572,83 @@ def test_the_stamp_records_the_dry_runs_plan_for_the_next_estimate():
     p = plan_of(values)
     assert p["new_stamp"]["build"]["unit_archs"] == 2 and p["new_stamp"]["plan"]["cubins"] == ["sm_120f"]
     assert sk.duration_seconds("0:12:01.5") == 721.5 and sk.duration_seconds(30) == 30.0 and sk.duration_seconds("x") is None
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Build or install: the FP4 table decides what the wheel must carry, the pinned wheel's kernels whether it does
+
+# cuda_binary_info on the real PyPI wheel sglang-kernel 0.4.10 (docs/evidence/sgl-kernel-fp4-kernels.md): sm_120a met,
+# no kernel matching fp4|e2m1
+PINNED = "sglang_kernel-0.4.10-cp310-abi3-manylinux2014_x86_64.whl"
+PINNED_SHA = "043cbe4a10e7887ea1b25599b729ff1ce115a0d5217b2c177aff9f9ae5327724"
+PINNED_VERIFY = {"sha256": PINNED_SHA, "required_archs": ["sm_120a"], "missing_archs": [], "missing_kernels": [],
+                 "elf_archs": ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100f", "sm_103a", "sm_120a"], "ptx_archs": []}
+NO_FP4 = dict(PINNED_VERIFY, missing_kernels=["fp4|e2m1"], failed=False,
+              msg="%s: no kernel matching 'fp4|e2m1' has a cubin for sm_120a (searched 2188 kernels in 75 cubins that meet sm_120a)." % PINNED)
+FETCHED = {"stdout": "Collecting sglang-kernel==0.4.10\n  Downloading %s (373.0 MB)\nSaved /var/cache/llmops-sglang/sgl-kernel/pinned/%s\n"
+                     "Successfully downloaded sglang-kernel\n" % (PINNED, PINNED), "rc": 0}
+REFERENCE_FP4 = ["--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
+
+
+def _pinned(**more):
+    values = dict(values_for("a_defaults_130", sgl_kernel_fp4_launch_args=REFERENCE_FP4), **more)
+    return plan_of(values)
+
+
+def test_sglang_0_5_23_s_fp4_backends_call_no_sgl_kernel_op_so_the_pinned_wheel_is_checked():
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
+    s["fp4_launch_args"] = REFERENCE_FP4
+    first = sk.source_decision(s)
+    assert (first["check_pinned"], first["use_pinned"], first["pinned"], first["kernels"]) == (True, False, "sglang-kernel==0.4.10", [])
+    assert "--moe-runner-backend flashinfer_cutlass from flashinfer-jit" in first["why"] and "calls no sgl-kernel FP4 op" in first["why"]
+    # SGLang 0.5.16 pins 0.4.5
+    assert sk.source_decision(dict(s, git_ref="v0.5.16"))["pinned"] == "sglang-kernel==0.4.5"
+    # a ref the table does not know, or sgl_kernel_source: build, builds
+    for other in (dict(s, git_ref="fixture-v1"), dict(s, git_ref="3f2a9c1"), dict(s, source="build")):
+        assert not sk.source_decision(other)["check_pinned"]
+    assert "not in the FP4 kernel table" in sk.source_decision(dict(s, git_ref="fixture-v1"))["why"]
+    assert "is not in the FP4 kernel table" in sk.source_decision(dict(s, git_ref="fixture-v1", source="wheel"))["error"]
+
+
+def test_an_sgl_kernel_fp4_op_makes_the_wheel_prove_its_fp4_kernels(monkeypatch):
+    """No tabled release calls one (the wheels carry none); a release that did would need fp4|e2m1 kernels for sm_120a
+    in the pinned wheel, which the real 0.4.10 wheel does not have: the source is built."""
+    from ansible_collections.llmops.sglang.plugins.module_utils import _fp4_kernels as fk
+    assert not [row for row in fk.ROWS if row["provider"] == "sgl-kernel"]
+    rows = tuple(dict(row, provider="sgl-kernel") if row["release"] == "0.5.23" and row["choice"] == "flashinfer_cudnn" else row
+                 for row in fk.ROWS)
+    monkeypatch.setattr(fk, "ROWS", rows)
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
+    s["fp4_launch_args"] = REFERENCE_FP4
+    assert sk.source_decision(s)["kernels"] == ["fp4|e2m1"]
+    lacking = sk.source_decision(s, NO_FP4)
+    assert not lacking["use_pinned"] and "no kernel matching 'fp4|e2m1' has a cubin for sm_120a" in lacking["why"]
+    assert lacking["why"].endswith("building from source") and lacking["error"] is None
+    assert "sgl_kernel_source is wheel" in sk.source_decision(dict(s, source="wheel"), NO_FP4)["error"]
+
+
+def test_the_pinned_wheel_that_serves_is_installed_instead_of_built_and_says_why():
+    before = _pinned()
+    assert before["check_pinned"] and not before["use_pinned"] and before["pinned_wheel"] is None
+    assert before["pinned_argv"][:4] == ["/opt/sglang/venv/bin/python", "-m", "pip", "download"]
+    assert before["pinned_argv"][-1] == "sglang-kernel==0.4.10" and "--no-deps" in before["pinned_argv"]
+    fetched = _pinned(_sgl_kernel_pinned_fetch=FETCHED)
+    assert fetched["pinned_wheel"] == "/var/cache/llmops-sglang/sgl-kernel/pinned/" + PINNED and fetched["pinned_kernels"] == []
+    p = _pinned(_sgl_kernel_pinned_fetch=FETCHED, _sgl_kernel_pinned_verify=PINNED_VERIFY)
+    assert p["use_pinned"] and p["error"] is None and "build_needed" not in p
+    record = p["record"]
+    assert (record["source"], record["built"], record["sha256"], record["wheel_path"]) == ("pinned", False, PINNED_SHA, fetched["pinned_wheel"])
+    assert record["why"] == p["why"] and "installing it instead of building" in p["why"] and "carries sm_120a cubins" in p["why"]
+    assert record["stamp"]["source"] == {"pinned": "sglang-kernel==0.4.10", "why": p["why"]}
+    assert record["controller_path"].endswith("/%s/%s" % (record["key"][:16], PINNED))
+    # every host installs it as it would a built wheel
+    node = install_plan(probe=runtime_probe(local_sha=None), sgl_kernel_build=record)
+    assert node["install"] and node["wheel_install_argv"][-1].endswith(PINNED)
+    # a wheel without what is needed: the source is built, and the record says why
+    built = _pinned(_sgl_kernel_pinned_fetch=FETCHED, _sgl_kernel_pinned_verify=dict(PINNED_VERIFY, missing_archs=["sm_120a"]))
+    assert not built["use_pinned"] and built["record"]["source"] == "built" and "building from source" in built["record"]["why"]
+    # pip that named no wheel stops the role
+    assert "named no wheel" in _pinned(_sgl_kernel_pinned_fetch={"stdout": "", "stderr": "No matching distribution"})["error"]
+    # a dry run is about the source build: no pinned wheel
+    assert not plan_of(values_for("a_defaults_130", sgl_kernel_dry_run=True))["check_pinned"]
