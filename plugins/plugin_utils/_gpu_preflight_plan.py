@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 
-from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, _coerce, evaluate
+from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, _coerce, evaluate, normalize_expectations
 
 PREFIX = "gpu_preflight_"
 # Role setting (gpu_preflight_<name>) -> expectation of evaluate().
@@ -55,6 +55,12 @@ def expectations(settings):
     """evaluate()'s expectations from the role's settings ({gpu_preflight_NAME: value})."""
     settings = _settings(settings)
     return dict((key, settings[PREFIX + name]) for name, key in EXPECTATIONS)
+
+
+def toolkit_archs(settings):
+    """The archs cuda_toolkit_info test-compiles: gpu_preflight_toolkit_archs, null resolved to the SM 12.0 target for
+    an expected 12.0 GPU (_gpu_preflight_rules.resolve_toolkit)."""
+    return normalize_expectations(expectations(settings))["toolkit_archs"]
 
 
 def smoke_binary(settings, gpu_info, toolkit, source):
@@ -101,5 +107,5 @@ def report(settings, gpu_info, toolkit, smoke=None, host=None):
 
 
 # The filter's phases: each takes the settings first, then the phase's inputs.
-PHASES = {"smoke": smoke_binary, "report": report}
+PHASES = {"archs": toolkit_archs, "smoke": smoke_binary, "report": report}
 ERRORS = (PreflightError,)

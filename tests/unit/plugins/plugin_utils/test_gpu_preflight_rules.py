@@ -348,7 +348,7 @@ def test_filter_plugin(h200):
     assert plan(settings, "report", h200["gpu_info"], h200["cuda_toolkit_info"], None, "h")["result"]["expectations"]["gpu_count"] == 1
     with pytest.raises(AnsibleFilterError, match="llmops.sglang.gpu_preflight_plan: unknown waiver rule 'persistence'"):
         plan(dict(settings, gpu_preflight_waivers=[{"rule": "persistence", "reason": "x"}]), "report", h200["gpu_info"], None)
-    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of smoke, report"):
+    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of archs, smoke, report"):
         plan(settings, "rules", h200["gpu_info"])
     with pytest.raises(AnsibleFilterError, match=r"gpu_preflight_plan\('smoke'\): .*pass \(settings, gpu_info, toolkit, source\)"):
         plan(settings, "smoke", h200["gpu_info"])
@@ -496,3 +496,14 @@ def test_the_fp4_rule_checks_the_planned_backends(h200):
     exp = rules_module.normalize_expectations(target(sglang_release="0.5.23", launch_args=REFERENCE_FP4[:4] + ["--moe-runner-backend", None]))
     assert exp["launch_args"] == REFERENCE_FP4[:4]
     assert [r["choice"] for r in rules_module.fp4_plan(exp)["rows"]] == ["modelopt_fp4", "flashinfer_cudnn", "flashinfer_cutlass"]
+
+
+def test_the_toolkit_is_tested_for_the_resolved_archs():
+    """gpu_preflight_toolkit_archs defaults to null: the role asks its filter for the archs cuda_toolkit_info compiles,
+    the SM 12.0 target for an expected 12.0 GPU, none for another unless set."""
+    archs = FilterModule().filters()["gpu_preflight_plan"]
+    assert archs(role_defaults(), "archs") == ["sm_120a"]
+    assert archs(dict(role_defaults(), gpu_preflight_compute_capability="9.0"), "archs") == []
+    assert archs(dict(role_defaults(), gpu_preflight_toolkit_archs=["sm_90a"]), "archs") == ["sm_90a"]
+    task = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())[1]["llmops.sglang.cuda_toolkit_info"]
+    assert task["archs"] == "{{ _gpu_preflight_settings | llmops.sglang.gpu_preflight_plan('archs') }}"
