@@ -446,15 +446,18 @@ def _pinned_plan(s, v, run, p):
     p["toolkit_archs"] = toolkit_archs(s["require_archs"])
     fetched = v.get("_sgl_kernel_pinned_fetch")
     found = _PIP_SAVED.findall((fetched or {}).get("stdout") or "") if ran(fetched) else []
+    if ran(fetched) and not found:
+        # an index or wheelhouse without it (offline hosts): the source is built, unless only the wheel will do
+        failure = "pip download of %s named no wheel (rc %s; %s)" % (
+            decision["pinned"], fetched.get("rc"), ((fetched.get("stderr") or fetched.get("stdout") or "").strip().splitlines() or [""])[-1][:300])
+        decision.update(use_pinned=False, why="%s: building from source" % failure,
+                        error="sgl_kernel: sgl_kernel_source is wheel, but " + failure if s["source"] == "wheel" else None)
     p.update(check_pinned=check, use_pinned=check and decision["use_pinned"], pinned_kernels=decision["kernels"],
              pinned_error=decision["error"], why=decision["why"],
              pinned_wheel=found[-1] if found else None,
              pinned_argv=["%s/bin/python" % s["venv"], "-m", "pip", "download", "--disable-pip-version-check", "--no-deps",
                           "--only-binary", ":all:", "--dest", s["build_dir"] + "/pinned"]
              + index_options(s["pip_wheelhouse"], s["pip_index_url"]) + [decision["pinned"] or ""])
-    if ran(fetched) and not found and check:
-        p["pinned_error"] = "sgl_kernel: pip download of %s named no wheel (stdout %r, stderr %r)" % (
-            decision["pinned"], (fetched.get("stdout") or "")[-300:], (fetched.get("stderr") or "")[-300:])
     if not p["use_pinned"]:
         return
     verify = v["_sgl_kernel_pinned_verify"]

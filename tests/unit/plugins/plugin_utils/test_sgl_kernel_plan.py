@@ -648,7 +648,12 @@ def test_the_pinned_wheel_that_serves_is_installed_instead_of_built_and_says_why
     # a wheel without what is needed: the source is built, and the record says why
     built = _pinned(_sgl_kernel_pinned_fetch=FETCHED, _sgl_kernel_pinned_verify=dict(PINNED_VERIFY, missing_archs=["sm_120a"]))
     assert not built["use_pinned"] and built["record"]["source"] == "built" and "building from source" in built["record"]["why"]
-    # pip that named no wheel stops the role
-    assert "named no wheel" in _pinned(_sgl_kernel_pinned_fetch={"stdout": "", "stderr": "No matching distribution"})["error"]
+    # pip that named no wheel (an offline wheelhouse without it): the source is built, unless only the wheel will do
+    offline = {"rc": 1, "stdout": "", "stderr": "ERROR: No matching distribution found for sglang-kernel==0.4.10"}
+    built = _pinned(_sgl_kernel_pinned_fetch=offline, _sgl_kernel_pinned_verify=dict(PINNED_VERIFY, sha256=None, msg="no path"))
+    assert not built["use_pinned"] and built["error"] is None and built["record"]["source"] == "built"
+    assert built["why"] == ("pip download of sglang-kernel==0.4.10 named no wheel (rc 1; ERROR: No matching distribution found "
+                            "for sglang-kernel==0.4.10): building from source")
+    assert "sgl_kernel_source is wheel" in _pinned(_sgl_kernel_pinned_fetch=offline, sgl_kernel_source="wheel")["error"]
     # a dry run is about the source build: no pinned wheel
     assert not plan_of(values_for("a_defaults_130", sgl_kernel_dry_run=True))["check_pinned"]
