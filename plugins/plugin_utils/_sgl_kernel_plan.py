@@ -449,7 +449,7 @@ def _pinned_plan(s, v, run, p):
     if ran(fetched) and not found:
         # an index or wheelhouse without it (offline hosts): the source is built, unless only the wheel will do
         failure = "pip download of %s named no wheel (rc %s; %s)" % (
-            decision["pinned"], fetched.get("rc"), ((fetched.get("stderr") or fetched.get("stdout") or "").strip().splitlines() or [""])[-1][:300])
+            decision["pinned"], fetched.get("rc"), ((fetched.get("stderr") or fetched.get("msg") or "").strip().splitlines() or [""])[-1][:300])
         decision.update(use_pinned=False, why="%s: building from source" % failure,
                         error="sgl_kernel: sgl_kernel_source is wheel, but " + failure if s["source"] == "wheel" else None)
     p.update(check_pinned=check, use_pinned=check and decision["use_pinned"], pinned_kernels=decision["kernels"],
