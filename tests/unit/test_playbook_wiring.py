@@ -59,7 +59,7 @@ HOSTS = {
              "sglang_server_fp4_gemm_backend": None},
     "wildcard6": {"sglang_server_host": "::"},
     "wildcard4": {"sglang_server_host": "0.0.0.0", "sglang_server_api_key": KEY},
-    "address": {"sglang_server_host": "10.0.0.11"},
+    "address": {"sglang_server_host": "10.0.0.11", "sglang_runtime_packages": [{"name": "packaging", "version": "25.0"}]},
     "unset": {},
 }
 
@@ -133,6 +133,8 @@ def test_the_planned_fp4_launch_reaches_the_preflight_and_the_server_check(wired
     # the same backends decide whether the sgl-kernel wheel SGLang pins serves
     assert unset["sgl_kernel_fp4_launch_args"] == REFERENCE_FP4
     assert unset["gpu_preflight_fp4_modules_prebuilt"] is unset["sglang_server_fp4_modules_prebuilt"] is False
+    # a stack without an sglang pin (the lab's stand-in package): no release, no FP4 check
+    assert wired["address"]["gpu_preflight_sglang_release"] is None
     # the probe play runs no preflight: the server role then checks no GPU and no nvcc
     assert unset["sglang_server_gpu"] is unset["sglang_server_cuda_toolkit"] is None
 
