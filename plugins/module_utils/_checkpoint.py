@@ -17,7 +17,7 @@ import os
 import struct
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
-from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import dtype_name, whole_number
 from ansible_collections.llmops.sglang.plugins.module_utils._files import NotRegularFile, file_kind, open_regular, read_regular
 
 CONFIG_JSON = "config.json"
@@ -151,12 +151,7 @@ def _int(view, key, minimum=0, maximum=MAX_DIM, required=False):
 
 def normalize_model_dtype(value):
     """'torch.bfloat16' / 'bf16' -> 'bfloat16'; None when not a known floating dtype."""
-    if not isinstance(value, str):
-        return None
-    name = value.strip().lower()
-    if name.startswith("torch."):
-        name = name[len("torch."):]
-    return MODEL_DTYPES.get(name)
+    return MODEL_DTYPES.get(dtype_name(value))
 
 
 def parse_architecture(config):

@@ -44,6 +44,18 @@ def is_empty(value):
     return value is None or (isinstance(value, str) and value.strip().lower() in EMPTY_WORDS)
 
 
+def dtype_name(value):
+    """A dtype name as SGLang and torch spell it, for comparing: stripped, lower case, without ``torch.``
+    (``' torch.BFloat16'`` is ``bfloat16``); None for a value that is not text or is empty. Known or not is the
+    caller's question."""
+    if not isinstance(value, str):
+        return None
+    name = value.strip().lower()
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    return name or None
+
+
 def to_int(value, default=None):
     """Python's ``int(value)`` (an int, a float cut toward zero, a string of digits), else default."""
     try:

@@ -49,6 +49,16 @@ GEMM_FLAG, MOE_FLAG, QUANT_FLAG = "--fp4-gemm-backend", "--moe-runner-backend", 
 NVFP4_QUANTIZATIONS = ("modelopt_fp4",)
 # The first nvcc that compiles each SM 12.0 target (FlashInfer's own rule agrees: flashinfer/compilation_context.py)
 NVCC_FIRST = {"sm_120a": "12.8", "sm_120f": "12.9"}
+# The SM 12.0 target the collection builds for and proves, once: the arch, its arch-specific suffix (sm_120a, which
+# nvcc 12.9 and newer can widen to the family target sm_120f) and the first toolkit that compiles it. The preflight's
+# and sgl_kernel's arch and toolkit settings default to null, which their plans resolve to these.
+SM120_TARGET = {"arch": "120", "suffix": "a", "toolkit_min": NVCC_FIRST["sm_120a"]}
+
+
+def sm120_arch(spelling="nvcc"):
+    """The SM 12.0 target as nvcc spells it (``sm_120a``) or as CMake does (``120a``)."""
+    arch = SM120_TARGET["arch"] + SM120_TARGET["suffix"]
+    return "sm_" + arch if spelling == "nvcc" else arch
 
 # What each SGLang release pins (its METADATA Requires-Dist)
 RELEASES = {
@@ -326,33 +336,60 @@ def kernel_plan(release, capability, args, quant_algo=None):
     return plan
 
 
-def nvcc_problems(plan, nvcc):
+def nvcc_users(plan, prebuilt=False):
+    """{X: rows} of the plan's ``nvcc>=X`` needs; FlashInfer JIT rows need no nvcc on the host when their modules
+    were built ahead of time (``prebuilt``)."""
+    users = {}
+    for row in plan["rows"]:
+        if prebuilt and row["provider"] == "flashinfer-jit":
+            continue
+        for need in row["needs"]:
+            if need.startswith("nvcc>="):
+                users.setdefault(need[len("nvcc>="):], []).append(row)
+    return users
+
+
+def _jit_what(rows):
+    modules = [m for row in rows for m in row["modules"]]
+    return ("FlashInfer JIT modules %s" % ", ".join(modules)) if modules else "SGLang's JIT kernels"
+
+
+def nvcc_minimum(plan, archs=(), prebuilt=False):
+    """The oldest nvcc a host needs and why: the first toolkit that compiles each of ``archs`` (``NVCC_FIRST``) and
+    each ``nvcc>=X`` of the plan's rows (see ``nvcc_users``). Returns (release or None, [reason, ...])."""
+    found = [(NVCC_FIRST[a], "%s needs nvcc %s" % (a, NVCC_FIRST[a])) for a in archs if a in NVCC_FIRST]
+    for minimum, rows in nvcc_users(plan, prebuilt).items():
+        found.append((minimum, "%s (%s) compile at first use with nvcc %s or newer" % (_jit_what(rows), ", ".join(row["entry"] for row in rows), minimum)))
+    if not found:
+        return None, []
+    top = max((m for m, _why in found), key=_version)
+    return top, [why for m, why in found if m == top]
+
+
+def nvcc_problems(plan, nvcc, prebuilt=False):
     """Problems of a host's nvcc (its version, ``""`` for none; None: not known, nothing checked) for a plan's JIT
-    builds: each ``nvcc>=X`` the plan needs must be met, or the server compiles at first request and fails there."""
+    builds: each ``nvcc>=X`` the plan needs must be met, or the server compiles at first request and fails there.
+    ``prebuilt``: the FlashInfer JIT modules were built ahead of time, so only the other JIT kernels need nvcc."""
     if nvcc is None:
         return []
     out = []
-    for need in plan["needs"]:
-        if not need.startswith("nvcc>="):
-            continue
-        minimum = need[len("nvcc>="):]
-        users = [row for row in plan["rows"] if need in row["needs"]]
-        what = ", ".join(row["entry"] for row in users)
-        modules = [m for row in users for m in row["modules"]]
+    for minimum, users in nvcc_users(plan, prebuilt).items():
         if nvcc and _version(nvcc) is not None and _version(nvcc) >= _version(minimum):
             continue
-        where = ("FlashInfer JIT modules %s" % ", ".join(modules)) if modules else "SGLang's JIT kernels"
         problem = ("the host has no nvcc" if not nvcc else "the host's nvcc %s is older than %s" % (nvcc, minimum))
+        fix = "install a CUDA toolkit %s or newer (nvcc %s) on the server" % (minimum, minimum)
+        if any(row["provider"] == "flashinfer-jit" for row in users):
+            fix += (", or build the FP4 modules ahead of time into %s and set sglang_fp4_modules_prebuilt: true"
+                    % jit_cache_path(RELEASES[plan["release"]]["flashinfer-python"], "120f", "<module>"))
         out.append(_problem(None, nvcc or None, "%s, and %s (%s) compile at the first request with nvcc %s or newer"
-                            % (problem, where, what, minimum),
-                            "install a CUDA toolkit %s or newer on the server, or build the modules ahead of time into %s"
-                            % (minimum, jit_cache_path(RELEASES[plan["release"]]["flashinfer-python"], "120f", "<module>"))))
+                            % (problem, _jit_what(users), ", ".join(row["entry"] for row in users), minimum), fix))
     return out
 
 
-def launch_problems(release, capability, args, quant_algo=None, nvcc=None):
+def launch_problems(release, capability, args, quant_algo=None, nvcc=None, prebuilt=False):
     """Every problem of a unit's FP4 launch on this GPU: its backend choices against the table and, when ``nvcc`` is
-    given, the host's nvcc against what the JIT kernels need. Each problem has ``flag``, ``value``, ``problem`` and
-    ``fix``; an empty list when the launch has SM 12.0 kernels for everything it uses."""
+    given, the host's nvcc against what the JIT kernels need (``prebuilt``: see ``nvcc_problems``). Each problem has
+    ``flag``, ``value``, ``problem`` and ``fix``; an empty list when the launch has SM 12.0 kernels for everything it
+    uses."""
     plan = kernel_plan(release, capability, args, quant_algo)
-    return plan["problems"] + (nvcc_problems(plan, nvcc) if plan["rows"] else [])
+    return plan["problems"] + (nvcc_problems(plan, nvcc, prebuilt) if plan["rows"] else [])

@@ -57,7 +57,7 @@ import os
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_auto
 from ansible_collections.llmops.sglang.plugins.module_utils import _kv_budget as kb
 from ansible_collections.llmops.sglang.plugins.module_utils import _redact
-from ansible_collections.llmops.sglang.plugins.module_utils._coerce import whole_number
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import dtype_name, whole_number
 from ansible_collections.llmops.sglang.plugins.module_utils._launch_args import (
     ATTENTION_BACKEND_FLAGS,
     KV_FLAG,
@@ -124,18 +124,9 @@ class GuardError(ValueError):
 # Small helpers
 
 
-def _norm(name):
-    if not isinstance(name, str):
-        return None
-    name = name.strip().lower()
-    if name.startswith("torch."):
-        name = name[len("torch."):]
-    return name or None
-
-
 def classify_dtype(name):
     """bf16 / fp8 / other / auto / unknown for a CLI or torch dtype name."""
-    key = _norm(name)
+    key = dtype_name(name)
     if key is None:
         return "unknown"
     if key == "auto":
@@ -319,7 +310,7 @@ def _same_flag(a, b):
     ca, cb = classify_dtype(a), classify_dtype(b)
     if ca in ("bf16", "auto") or cb in ("bf16", "auto"):
         return ca == cb
-    return _norm(a) == _norm(b)
+    return dtype_name(a) == dtype_name(b)
 
 
 def argv_signal(value, label, known, problem, backend_rule=None):
@@ -327,7 +318,7 @@ def argv_signal(value, label, known, problem, backend_rule=None):
         why = problem or "no launch command: " + HOW_TO["argv"]
         return _signal("argv", "unknown", why, source=label)
     cls = classify_dtype(value)
-    if backend_rule is not None and _norm(value) != "fp8_e4m3":
+    if backend_rule is not None and dtype_name(value) != "fp8_e4m3":
         # the launch configuration gives FP8 whatever the flag says
         return _signal("argv", "fp8", "%s, but %s" % (label, rule_text(*backend_rule)), source=label)
     if cls == "auto":
@@ -675,7 +666,7 @@ def _restart_notes(inputs, flag, flag_known, server_sum, release, run_value, run
     elif run_value is not None:
         running, label = run_value, run_label
         set_by_rule = backend_rule is not None or (classify_dtype(flag) == "auto" and arch_rule is not None)
-        if release != "0.5.16" and _norm(running) == "fp8_e4m3" and set_by_rule:
+        if release != "0.5.16" and dtype_name(running) == "fp8_e4m3" and set_by_rule:
             return []  # SGLang's own rule turned the flag into fp8_e4m3
     else:
         return []
@@ -741,7 +732,7 @@ def evaluate(inputs):
 
     flag, flag_label, flag_known, problem, parsed = _launch_flag(inputs, facts, server_sum, release)
     backend_rule = fp8_rule(backends=parsed["backends"]) if parsed and rules_apply else (None, None)
-    backend_rule = backend_rule if backend_rule[0] is not None and _norm(flag) != "fp8_e4m3" else None
+    backend_rule = backend_rule if backend_rule[0] is not None and dtype_name(flag) != "fp8_e4m3" else None
     arch_rule = fp8_rule(architecture=checkpoint_architecture(ckpt)) if rules_apply else (None, None)
     arch_rule = arch_rule if arch_rule[0] is not None else None
     run_value, run_label = _running_setting(facts, server_sum)

@@ -72,6 +72,20 @@ options:
       - The checkpoint's quantization algorithm (C(quant_algo) of its C(hf_quant_config.json)), for example
         C(NVFP4). Used with O(gpu_capability).
     type: str
+  nvcc:
+    description:
+      - The release of the nvcc the serving host has (C(release) of M(llmops.sglang.cuda_toolkit_info), for example
+        C(12.9)), or V(none) when it has none. Used with O(gpu_capability).
+      - With it, the nvcc release each JIT kernel of the launch's FP4 backends needs (the table's C(nvcc>=X)) is
+        compared with it; an older or missing nvcc is a problem with a fix (install that toolkit, or build the
+        FlashInfer FP4 modules ahead of time). Unset, nvcc is not checked.
+    type: str
+  fp4_modules_prebuilt:
+    description:
+      - The FlashInfer FP4 JIT modules the launch loads were built ahead of time into FlashInfer's cache on this
+        host, so they need no nvcc here; SGLang's own JIT kernels (marlin) still do. Used with O(nvcc).
+    type: bool
+    default: false
   cache_dir:
     description:
       - Directory (created private to the user) where a passed check is kept under a digest of everything it
@@ -106,6 +120,7 @@ EXAMPLES = r"""
     args: "{{ sglang_launch_args }}"
     gpu_capability: "12.0"
     quant_algo: NVFP4
+    nvcc: "12.9"
 
 - name: Only report problems
   llmops.sglang.sglang_args_check:
@@ -185,8 +200,8 @@ python_version:
 fp4:
   description:
     - The FP4 kernel check run for O(gpu_capability), saying whether the launch is NVFP4, the FlashInfer JIT modules its
-      backends load, what the host needs for them, and the problems, each with C(flag), C(value), C(problem) and
-      C(fix).
+      backends load, what the host needs for them, and the problems (the backend choices', and the host's nvcc against
+      those needs when O(nvcc) is given), each with C(flag), C(value), C(problem) and C(fix).
   returned: when O(gpu_capability) is set and the arguments were checked
   type: dict
   sample: {"nvfp4": true, "modules": ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"],
@@ -204,7 +219,7 @@ python:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils._fp4_kernels import kernel_plan
+from ansible_collections.llmops.sglang.plugins.module_utils._fp4_kernels import kernel_plan, nvcc_problems
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args import (
     SglangArgsError,
     cached_check,
@@ -245,6 +260,9 @@ def run_module(module):
     fp4_text = ""
     if module.params["gpu_capability"] is not None:
         plan = kernel_plan(result["sglang_version"], module.params["gpu_capability"], args, module.params["quant_algo"])
+        nvcc = module.params["nvcc"]
+        if plan["rows"] and nvcc is not None:
+            plan["problems"] += nvcc_problems(plan, "" if nvcc.strip().lower() == "none" else nvcc.strip(), module.params["fp4_modules_prebuilt"])
         result["fp4"] = {key: plan[key] for key in ("nvfp4", "modules", "needs", "problems")}
         fp4_text = "".join("\n%s; fix: %s" % (p["problem"], p["fix"]) for p in plan["problems"])
     if (not result["valid"] or fp4_text) and module.params["fail_on_invalid"]:
@@ -266,6 +284,8 @@ def main():
             cache_dir=dict(type="path"),
             gpu_capability=dict(type="str"),
             quant_algo=dict(type="str"),
+            nvcc=dict(type="str"),
+            fp4_modules_prebuilt=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
         # the invocation log line would carry the arguments, secrets included

@@ -17,7 +17,7 @@ import hashlib
 import posixpath
 import re
 
-from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, _coerce, evaluate
+from ansible_collections.llmops.sglang.plugins.plugin_utils._gpu_preflight_rules import PreflightError, _coerce, evaluate, normalize_expectations
 
 PREFIX = "gpu_preflight_"
 # Role setting (gpu_preflight_<name>) -> expectation of evaluate().
@@ -33,6 +33,9 @@ EXPECTATIONS = (
     ("persistence_mode", "persistence_mode"),
     ("mem_fraction_static", "min_free_fraction"),
     ("require_ecc", "require_ecc"),
+    ("sglang_release", "sglang_release"),
+    ("launch_args", "launch_args"),
+    ("fp4_modules_prebuilt", "fp4_modules_prebuilt"),
 )
 # Every setting the phases read.
 SETTINGS = tuple(PREFIX + name for name, _key in EXPECTATIONS) + tuple(
@@ -53,6 +56,12 @@ def expectations(settings):
     """evaluate()'s expectations from the role's settings ({gpu_preflight_NAME: value})."""
     settings = _settings(settings)
     return dict((key, settings[PREFIX + name]) for name, key in EXPECTATIONS)
+
+
+def toolkit_archs(settings):
+    """The archs cuda_toolkit_info test-compiles: gpu_preflight_toolkit_archs, null resolved to the SM 12.0 target for
+    an expected 12.0 GPU (_gpu_preflight_rules.resolve_toolkit)."""
+    return normalize_expectations(expectations(settings))["toolkit_archs"]
 
 
 def smoke_binary(settings, gpu_info, toolkit, source):
@@ -132,5 +141,5 @@ def hold(settings, result, facts):
     return {"tool": tool, "packages": names}
 
 
-PHASES = {"smoke": smoke_binary, "report": report, "hold": hold}
+PHASES = {"archs": toolkit_archs, "smoke": smoke_binary, "report": report, "hold": hold}
 ERRORS = (PreflightError,)

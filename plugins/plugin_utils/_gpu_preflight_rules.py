@@ -15,12 +15,15 @@ from __future__ import annotations
 import re
 import textwrap
 
+from ansible_collections.llmops.sglang.plugins.module_utils import _fp4_kernels
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none, is_empty
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import normalize_compute_cap
 
-# What a key left out expects. The arch and the toolkit are the role's settings alone (gpu_preflight_toolkit_archs,
-# gpu_preflight_cuda_toolkit_min, which playbooks/vars/server_wiring.yml hands to the kernel build): none here.
+# What a key left out expects. The arch and the toolkit are the role's settings (gpu_preflight_toolkit_archs,
+# gpu_preflight_cuda_toolkit_min, which playbooks/vars/server_wiring.yml hands to the kernel build): none here. Set
+# to null they are resolved (resolve_toolkit): the SM 12.0 target of _fp4_kernels for an expected 12.0 GPU, and the
+# oldest nvcc that target and the planned unit's FP4 kernels need (sglang_release, launch_args, fp4_modules_prebuilt).
 DEFAULT_EXPECTATIONS = {
     "gpu_count": 8,
     "compute_capability": "12.0",
@@ -34,6 +37,9 @@ DEFAULT_EXPECTATIONS = {
     "require_ecc": None,
     "toolkit_archs": [],
     "require_toolkit": True,
+    "sglang_release": None,
+    "launch_args": [],
+    "fp4_modules_prebuilt": False,
 }
 
 FAIL_RULES = (
@@ -44,6 +50,7 @@ FAIL_RULES = (
     "cuda_driver_version",
     "cuda_toolkit",
     "toolkit_arch",
+    "fp4_kernels",
     "kernel_module",
     "mig",
     "persistence_mode",
@@ -126,7 +133,8 @@ def normalize_expectations(expectations):
         raise PreflightError("unknown expectation key(s) %s; valid keys: %s" % (", ".join(unknown), ", ".join(sorted(DEFAULT_EXPECTATIONS))))
     for key, value in expectations.items():
         # compute_capability and cuda_toolkit_min are version strings: '13' must stay a string
-        exp[key] = value if key in ("compute_capability", "cuda_toolkit_min", "kernel_module", "toolkit_archs") else _coerce(value)
+        exp[key] = value if key in ("compute_capability", "cuda_toolkit_min", "kernel_module", "toolkit_archs", "sglang_release",
+                                    "launch_args") else _coerce(value)
     for key in ("gpu_count", "driver_min_branch"):
         if not isinstance(exp[key], int) or isinstance(exp[key], bool) or exp[key] < 0:
             raise PreflightError("expectation %s must be a non-negative integer, got %r" % (key, exp[key]))
@@ -147,7 +155,7 @@ def normalize_expectations(expectations):
         exp["kernel_module"] = None
     if exp["kernel_module"] not in (None, "open", "proprietary"):
         raise PreflightError("expectation kernel_module must be open, proprietary, any or null, got %r" % (exp["kernel_module"],))
-    for key in ("mig_allowed", "persistence_mode", "require_toolkit"):
+    for key in ("mig_allowed", "persistence_mode", "require_toolkit", "fp4_modules_prebuilt"):
         if not isinstance(exp[key], bool):
             raise PreflightError("expectation %s must be true or false, got %r" % (key, exp[key]))
     if exp["require_ecc"] is not None and not isinstance(exp["require_ecc"], bool):
@@ -155,9 +163,58 @@ def normalize_expectations(expectations):
     archs = exp["toolkit_archs"]
     if isinstance(archs, str):
         archs = [archs]
-    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
+    if archs is not None and (not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs)):
         raise PreflightError("expectation toolkit_archs must be a list of arch names like sm_120a, got %r" % (archs,))
-    exp["toolkit_archs"] = list(archs)
+    exp["toolkit_archs"] = None if archs is None else list(archs)
+    exp["sglang_release"] = None if is_empty(exp["sglang_release"]) else str(exp["sglang_release"])
+    words = exp["launch_args"]
+    if words is None:
+        words = []
+    if not isinstance(words, (list, tuple)):
+        raise PreflightError("expectation launch_args must be a list of launch words (--flag value ...), got %r" % (words,))
+    exp["launch_args"] = _launch_words(words)
+    return resolve_toolkit(exp)
+
+
+def _launch_words(words):
+    """The launch words without flags whose value is unset (a null setting templated into the list)."""
+    out, i = [], 0
+    words = [str(w) if w is not None else None for w in words]
+    while i < len(words):
+        word, value = words[i], words[i + 1] if i + 1 < len(words) else None
+        if word and word.startswith("--") and "=" not in word and (value is None or not value.startswith("--")):
+            if not is_empty(value):
+                out += [word, value]
+            i += 2
+        else:
+            if not is_empty(word):
+                out.append(word)
+            i += 1
+    return out
+
+
+def fp4_plan(exp):
+    """The FP4 kernel plan of the planned unit (_fp4_kernels.kernel_plan) on the expected GPU, or None without an
+    SGLang release to look it up for."""
+    if exp["sglang_release"] is None:
+        return None
+    return _fp4_kernels.kernel_plan(exp["sglang_release"], exp["compute_capability"], exp["launch_args"])
+
+
+def resolve_toolkit(exp):
+    """The arch and the oldest toolkit, where the caller left them null: the SM 12.0 target (_fp4_kernels.SM120_TARGET)
+    for an expected 12.0 GPU; the oldest nvcc that the archs and the unit's FP4 JIT kernels need, from the FP4 table
+    (a configured minimum is a floor the table may raise). ``cuda_toolkit_basis`` says why."""
+    if exp["toolkit_archs"] is None:
+        exp["toolkit_archs"] = [_fp4_kernels.sm120_arch()] if exp["compute_capability"] == _fp4_kernels.CAPABILITY else []
+    plan = fp4_plan(exp)
+    minimum, basis = _fp4_kernels.nvcc_minimum(plan or {"rows": []}, exp["toolkit_archs"], exp["fp4_modules_prebuilt"])
+    configured = exp["cuda_toolkit_min"]
+    if configured is not None and (minimum is None or version_tuple(configured) >= version_tuple(minimum)):
+        minimum, basis = configured, ["cuda_toolkit_min"]
+    exp["cuda_toolkit_min"], exp["cuda_toolkit_basis"] = minimum, basis
+    # JIT kernels the unit compiles at first use need nvcc on this host, whatever require_toolkit says
+    exp["fp4_needs_nvcc"] = bool(plan and _fp4_kernels.nvcc_users(plan, exp["fp4_modules_prebuilt"]))
     return exp
 
 
@@ -290,21 +347,30 @@ def _check_cuda_driver_version(c, gi, tk, exp):
                   % (required, exp["driver_min_branch"]))
 
 
+def _toolkit_why(exp):
+    """Why the minimum is what it is, when the FP4 table raised it; and the other fix it allows."""
+    basis = [b for b in exp.get("cuda_toolkit_basis") or [] if b != "cuda_toolkit_min"]
+    why = " (%s)" % "; ".join(basis) if basis else ""
+    jit = any(b.startswith("FlashInfer JIT") for b in basis)
+    return why, (", or build the FP4 modules ahead of time and set sglang_fp4_modules_prebuilt: true" if jit else "")
+
+
 def _check_cuda_toolkit(c, tk, exp):
     minimum = exp["cuda_toolkit_min"]
     req = ">= %s" % minimum if minimum else "installed"
+    why, other_fix = _toolkit_why(exp)
     if not tk or not tk.get("installed"):
-        if not exp["require_toolkit"]:
+        if not exp["require_toolkit"] and not exp.get("fp4_needs_nvcc"):
             c.add("cuda_toolkit", "skipped", found="not installed", required=req, message="toolkit not required")
             return False
-        c.add("cuda_toolkit", "fail", found="nvcc not found", required=req, message="CUDA toolkit missing",
-              fix="install the CUDA toolkit %s (e.g. cuda-toolkit-13-0) or point the nvcc option at it" % req)
+        c.add("cuda_toolkit", "fail", found="nvcc not found", required=req, message="CUDA toolkit missing" + why,
+              fix="install the CUDA toolkit %s (e.g. cuda-toolkit-13-0) or point the nvcc option at it%s" % (req, other_fix))
         return False
     release = tk.get("release")
     if minimum and (version_tuple(release) is None or version_tuple(release) < version_tuple(minimum)):
         c.add("cuda_toolkit", "fail", found="%s (%s)" % (release, tk.get("nvcc")), required=req,
-              message="CUDA toolkit %s found, %s required" % (release, req),
-              fix="install CUDA toolkit %s and put its nvcc first" % req)
+              message="CUDA toolkit %s found, %s required%s" % (release, req, why),
+              fix="install CUDA toolkit %s and put its nvcc first%s" % (req, other_fix))
         return True
     c.add("cuda_toolkit", "pass", found="%s (%s)" % (release, tk.get("nvcc")), required=req)
     return True
@@ -338,6 +404,22 @@ def _check_toolkit_arch(c, tk, exp, toolkit_ok):
     for arch, why, fix in bad:
         c.add("toolkit_arch", "fail", found="%s %s" % (arch, why), required="%s compiles" % arch,
               message="nvcc %s: %s %s" % (tk.get("release"), arch, why), fix=fix)
+
+
+def _check_fp4_kernels(c, exp):
+    """The planned unit's FP4 backends against the table (_fp4_kernels): each choice must have SM 12.0 kernels. The
+    nvcc they need is the cuda_toolkit rule's minimum."""
+    plan = fp4_plan(exp)
+    if plan is None:
+        c.add("fp4_kernels", "skipped", message="no SGLang release given (gpu_preflight_sglang_release)")
+    elif not plan["nvfp4"]:
+        c.add("fp4_kernels", "skipped", message="not an NVFP4 launch on an SM 12.0 GPU")
+    elif not plan["problems"]:
+        c.add("fp4_kernels", "pass", found="%s" % ", ".join("%s %s" % (r["flag"], r["choice"]) for r in plan["rows"]),
+              required="SM 12.0 kernels in SGLang %s" % exp["sglang_release"])
+    for problem in (plan or {}).get("problems") or []:
+        c.add("fp4_kernels", "fail", found="%s %s" % (problem["flag"] or "SGLang", problem["value"]),
+              required="SM 12.0 kernels in SGLang %s" % exp["sglang_release"], message=problem["problem"], fix=problem["fix"])
 
 
 def _check_kernel_module(c, gi, exp):
@@ -524,6 +606,7 @@ def evaluate(gpu_info, toolkit=None, expectations=None, waivers=None, smoke=None
         _check_cuda_driver_version(c, gpu_info, tk, exp)
     toolkit_ok = _check_cuda_toolkit(c, tk, exp)
     _check_toolkit_arch(c, tk, exp, toolkit_ok)
+    _check_fp4_kernels(c, exp)
     if gpus_ok:
         _check_kernel_module(c, gpu_info, exp)
         _check_mig(c, gpu_info, exp)

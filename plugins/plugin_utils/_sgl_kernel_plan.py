@@ -30,6 +30,8 @@ tasks registered so far (RESULTS):
   _sgl_kernel_runtime_probe    the probe of an installing host's runtime venv
   _sgl_kernel_venv_made        creating the runtime venv
   _sgl_kernel_wheel_copied     copying the wheel to an installing host
+  _sgl_kernel_pinned_fetch     pip download of the wheel the pinned SGLang release pins (build host)
+  _sgl_kernel_pinned_verify    cuda_binary_info on that wheel (failed_when false: its verdict is evidence)
 
 Each section of the plan appears once its inputs exist; the tasks only wire its values.
 Requirements are compared by the collection's one pin rule (``_pins.unmet``).
@@ -43,9 +45,9 @@ import os
 import posixpath
 import re
 
-from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan
+from ansible_collections.llmops.sglang.plugins.module_utils import _cmake_plan, _fp4_kernels
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import torch_arch
-from ansible_collections.llmops.sglang.plugins.module_utils._coerce import truthy as to_bool
+from ansible_collections.llmops.sglang.plugins.module_utils._coerce import is_empty, truthy as to_bool
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
@@ -61,7 +63,7 @@ SETTINGS = tuple("sgl_kernel_" + name for name in (
     "github_artifactory", "fetchcontent_source_dirs", "fetchcontent_disconnected", "build_job_mem_gib",
     "build_jobs", "compile_threads", "build_host", "build_dir", "force_rebuild", "build_timeout",
     "build_poll_interval", "controller_dir", "require_archs", "cuobjdump", "venv", "venv_create", "wheel_dir",
-    "check_torch", "smoke_test", "smoke_test_code",
+    "check_torch", "smoke_test", "smoke_test_code", "source", "fp4_launch_args",
 ))
 # The results it reads, as the module docstring lists them (_sgl_kernel_result_names); None until registered.
 RESULTS = (
@@ -69,7 +71,8 @@ RESULTS = (
     "_sgl_kernel_build_reqs", "_sgl_kernel_build_reprobe", "_sgl_kernel_configure", "_sgl_kernel_cmake_plan",
     "_sgl_kernel_build_result", "_sgl_kernel_build_tail", "_sgl_kernel_staged", "_sgl_kernel_old_wheels",
     "_sgl_kernel_verify", "_sgl_kernel_fetched", "_sgl_kernel_controller_wheel", "sgl_kernel_build",
-    "_sgl_kernel_runtime_probe", "_sgl_kernel_venv_made", "_sgl_kernel_wheel_copied",
+    "_sgl_kernel_runtime_probe", "_sgl_kernel_venv_made", "_sgl_kernel_wheel_copied", "_sgl_kernel_pinned_fetch",
+    "_sgl_kernel_pinned_verify",
 )
 # nvcc 12.9 added the family targets (sm_100f, sm_103f, sm_110f, sm_120f, sm_121f: the Blackwell numbers).
 FAMILY_RELEASE = (12, 9)
@@ -80,6 +83,17 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STAMP_NAME = "sgl-kernel-build.json"
 DRY_RUN_TAG = "sgl_kernel_dry_run"
 INSTALLED_STAMP_NAME = ".llmops-sgl-kernel.json"
+
+
+# The verdicts that stop the role: tasks/plan.yml fails with the first (``error``) each time it works out the plan.
+# Each is due once the result it waits for is there (an install's, once the wheel copy ran or was skipped: a copy
+# mends a local wheel with other bytes).
+STOP_AT_ONCE = ("input_error", "pinned_error", "toolkit_error", "configure_error", "dry_run_error", "build_failure",
+                "staged_error", "controller_error", "build_result_error", "install_error")
+SOURCES = ("auto", "build", "wheel")
+# What an sgl-kernel FP4 op's kernels are called (the pattern cuda_binary_info's require_kernels takes)
+FP4_KERNELS = "fp4|e2m1"
+_PIP_SAVED = re.compile(r"^(?:Saved|File was already downloaded) (\S+\.whl)\s*$", re.M)
 
 
 class KernelPlanError(ValueError):
@@ -131,6 +145,8 @@ def input_error(s, play_hosts):
             problems.append("sgl_kernel_%s has %s: write archs as 120a or sm_120a" % (name, ", ".join(map(str, bad))))
     if not str(s["git_ref"] or ""):
         problems.append("sgl_kernel_git_ref is empty")
+    if str(s["source"]) not in SOURCES:
+        problems.append("sgl_kernel_source must be one of %s (got %r)" % (", ".join(SOURCES), s["source"]))
     for name, minimum, convert in (("build_job_mem_gib", 0, float), ("build_jobs", 1, int),
                                    ("compile_threads", 1, int), ("build_poll_interval", 1, int),
                                    ("dry_run_cost_factor", 0, float)):
@@ -169,14 +185,28 @@ def torch_arch_list(archs):
     return ";".join(torch_arch("sm_" + a) for a in archs)
 
 
+def resolve_target(s):
+    """The SM 12.0 target (_fp4_kernels.SM120_TARGET) where the arch settings are null (the role's defaults): build
+    120a, require sm_120a; and, where sgl_kernel_cuda_min_release is null, the first nvcc that compiles every required
+    arch the FP4 table knows (12.8 for sm_120a; None for others: any nvcc that compiles them)."""
+    if is_empty(s["cuda_archs"]):
+        s["cuda_archs"] = [_fp4_kernels.sm120_arch("cmake")]
+    if is_empty(s["require_archs"]):
+        s["require_archs"] = [_fp4_kernels.sm120_arch()]
+    if is_empty(s["cuda_min_release"]):
+        s["cuda_min_release"] = _fp4_kernels.nvcc_minimum({"rows": []}, toolkit_archs(s["require_archs"]))[0]
+    return s
+
+
 def toolkit_error(toolkit, s):
     """None when nvcc is installed, new enough and compiles the required archs; else the message."""
     release = toolkit.get("release")
-    minimum = str(s["cuda_min_release"])
-    if toolkit.get("installed") and version_tuple(release) and version_tuple(minimum) \
-            and version_tuple(release) >= version_tuple(minimum) and toolkit.get("archs_ok"):
+    minimum = None if s["cuda_min_release"] is None else str(s["cuda_min_release"])
+    new_enough = version_tuple(release) and (minimum is None or version_tuple(minimum) and version_tuple(release) >= version_tuple(minimum))
+    if toolkit.get("installed") and new_enough and toolkit.get("archs_ok"):
         return None
     failed = [a for a, r in sorted((toolkit.get("arch_tests") or {}).items()) if not (r or {}).get("compiles")]
+    minimum = minimum or "any release"
     return ("sgl_kernel: %s/bin/nvcc %s; the build needs CUDA >= %s that compiles %s (%s failed). "
             "Install CUDA %s or newer (13.0 for torch cu130) and set sgl_kernel_cuda_home."
             % (s["cuda_home"], "release %s" % release if toolkit.get("installed") else "is missing", minimum,
@@ -340,7 +370,9 @@ def _dry_run_plan(s, v, p, old_stamp):
     p["dry_run_report"] = ["sgl-kernel %s, configured only (nothing compiled) in %s:" % (s["git_ref"], p["dry_run_dir"])] + \
         _cmake_plan.report(cmake, unused, problems, cmake.get("unit_seconds"), p["toolkit_archs"][0], s["dry_run_cost_factor"],
                            p["jobs"], last, to_bool(s["restrict_archs"]))
-    p["dry_run_error"] = "sgl_kernel: the build would not give what is required: %s" % "; ".join(problems) if problems else None
+    # the report first: the role stops at this verdict as soon as it holds one
+    p["dry_run_error"] = "\n".join(p["dry_run_report"] + ["sgl_kernel: the build would not give what is required: %s" % "; ".join(problems)]) \
+        if problems else None
     p["build_plan"] = {"unit_archs": cmake.get("unit_archs"), "cuda_units": cmake.get("cuda_units"),
                        "cubins": cmake.get("cubins"), "nvfp4": cmake.get("nvfp4"), "unused_defines": unused}
 
@@ -361,10 +393,91 @@ def _settings(values):
     return _Settings((k[len(prefix):], v) for k, v in values.items() if k.startswith(prefix))
 
 
+# ---------------------------------------------------------------------------------------------
+# Build or install: the FP4 table and the pinned wheel's kernels decide
+
+def source_decision(s, verify=None):
+    """Whether the build host builds sgl-kernel from source or takes the wheel the pinned SGLang release pins, and why.
+
+    The FP4 table (_fp4_kernels) says, per release and chosen backend (sgl_kernel_fp4_launch_args; none: what auto
+    becomes), who provides the SM 12.0 kernels. A release whose chosen backends call no sgl-kernel FP4 op needs of the
+    wheel only cubins for the required archs; one that calls some also needs its FP4 kernels (FP4_KERNELS). The pinned
+    wheel is fetched and checked for exactly that (``verify``: cuda_binary_info's result, None before it ran) and
+    installed when it has it; otherwise, or for a release the table does not know, the source is built.
+    Returns {check_pinned, use_pinned, pinned (name==version), kernels (patterns required), why, error}."""
+    release = re.sub(r"^v(?=[0-9])", "", str(s["git_ref"]))
+    out = {"check_pinned": False, "use_pinned": False, "pinned": None, "kernels": [], "why": None, "error": None}
+    if s["source"] == "build":
+        out["why"] = "sgl_kernel_source is build"
+        return out
+    if release not in _fp4_kernels.RELEASES:
+        out["why"] = ("SGLang %s (sgl_kernel_git_ref) is not in the FP4 kernel table (%s): which sgl-kernel ops it calls is not "
+                      "known, so the source is built" % (s["git_ref"], ", ".join(_fp4_kernels.RELEASES)))
+        out["error"] = "sgl_kernel: sgl_kernel_source is wheel, but " + out["why"][:-len(", so the source is built")] if s["source"] == "wheel" else None
+        return out
+    rows = _fp4_kernels.kernel_plan(release, _fp4_kernels.CAPABILITY, s["fp4_launch_args"] or [], "NVFP4")["rows"]
+    ops = [row for row in rows if row["provider"] == "sgl-kernel"]
+    out.update(check_pinned=True, pinned="%s==%s" % (s["dist_name"], _fp4_kernels.RELEASES[release]["sglang-kernel"]),
+               kernels=[FP4_KERNELS] if ops else [])
+    uses = "; ".join("%s %s from %s" % (row["flag"], row["choice"], row["provider"]) for row in rows)
+    calls = ("calls sgl-kernel FP4 ops (%s), so the wheel must carry %s kernels" % (", ".join(r["entry"] for r in ops), FP4_KERNELS)
+             if ops else "calls no sgl-kernel FP4 op (%s)" % uses)
+    if not ran(verify):
+        out["why"] = "SGLang %s %s: checking %s" % (release, calls, out["pinned"])
+        return out
+    missing = (verify.get("missing_archs") or []) + (verify.get("missing_kernels") or [])
+    if verify.get("sha256") and not missing:
+        out.update(use_pinned=True, why="SGLang %s %s, and %s carries %s%s (cuda_binary_info): installing it instead of building" % (
+            release, calls, out["pinned"], ", ".join(verify.get("required_archs") or []),
+            " kernels for " + ", ".join(out["kernels"]) if out["kernels"] else " cubins"))
+        return out
+    lacks = str(verify.get("msg") or "missing %s" % ", ".join(map(str, missing)))
+    out["why"] = "SGLang %s %s, but %s does not serve: %s; building from source" % (release, calls, out["pinned"], lacks)
+    if s["source"] == "wheel":
+        out["error"] = "sgl_kernel: sgl_kernel_source is wheel, but %s does not serve: %s" % (out["pinned"], lacks)
+    return out
+
+
+def _pinned_plan(s, v, run, p):
+    """The pinned wheel: fetched into build_dir/pinned with the runtime venv's pip, checked, and (when it serves)
+    recorded as the build host's result, so every host installs it as it would a built one."""
+    decision = source_decision(s, v.get("_sgl_kernel_pinned_verify"))
+    check = decision["check_pinned"] and not p["dry_run"]
+    p["toolkit_archs"] = toolkit_archs(s["require_archs"])
+    fetched = v.get("_sgl_kernel_pinned_fetch")
+    found = _PIP_SAVED.findall((fetched or {}).get("stdout") or "") if ran(fetched) else []
+    if ran(fetched) and not found:
+        # an index or wheelhouse without it (offline hosts): the source is built, unless only the wheel will do
+        failure = "pip download of %s named no wheel (rc %s; %s)" % (
+            decision["pinned"], fetched.get("rc"), ((fetched.get("stderr") or fetched.get("msg") or "").strip().splitlines() or [""])[-1][:300])
+        decision.update(use_pinned=False, why="%s: building from source" % failure,
+                        error="sgl_kernel: sgl_kernel_source is wheel, but " + failure if s["source"] == "wheel" else None)
+    p.update(check_pinned=check, use_pinned=check and decision["use_pinned"], pinned_kernels=decision["kernels"],
+             pinned_error=decision["error"], why=decision["why"],
+             pinned_wheel=found[-1] if found else None,
+             pinned_argv=["%s/bin/python" % s["venv"], "-m", "pip", "download", "--disable-pip-version-check", "--no-deps",
+                          "--only-binary", ":all:", "--dest", s["build_dir"] + "/pinned"]
+             + index_options(s["pip_wheelhouse"], s["pip_index_url"]) + [decision["pinned"] or ""])
+    if not p["use_pinned"]:
+        return
+    verify = v["_sgl_kernel_pinned_verify"]
+    wheel = posixpath.basename(p["pinned_wheel"])
+    key = cache_key({"pinned": decision["pinned"], "sha256": verify["sha256"]})
+    stamp = {"key": key, "source": {"pinned": decision["pinned"], "why": decision["why"]},
+             "wheel": {"file": wheel, "sha256": verify["sha256"]},
+             "verified": {"required_archs": verify.get("required_archs"), "accept_family": True, "required_kernels": decision["kernels"],
+                          "elf_archs": verify.get("elf_archs"), "ptx_archs": verify.get("ptx_archs")}}
+    p["record"] = {"key": key, "built": False, "stamp": stamp, "wheel_file": wheel, "wheel_path": p["pinned_wheel"],
+                   "sha256": verify["sha256"], "torch_version": None, "source": "pinned", "why": decision["why"],
+                   "controller_path": "%s/%s/%s" % (s["controller_dir"], key[:16], wheel)}
+    _controller_plan(v, run, p, p["record"])
+
+
 def _build_host_plan(s, v, run, p):
     """Build host: toolchain, build venv, cache key, build options, stamp, controller copies."""
     p["nvcc"] = "%s/bin/nvcc" % s["cuda_home"]
     p["toolkit_archs"] = toolkit_archs(s["require_archs"])
+    p["probe_arch"] = p["toolkit_archs"][0]
     toolkit, git, first = v.get("_sgl_kernel_toolkit"), v.get("_sgl_kernel_git"), v.get("_sgl_kernel_build_probe")
     p["toolkit_error"] = toolkit_error(toolkit, s) if ran(toolkit) else None
     p["build_probe_argv"] = probe_argv(s, v, {
@@ -418,7 +531,7 @@ def _build_host_plan(s, v, run, p):
         build=needed and not run["check_mode"] and not p["dry_run"],
         # the real build configures first and stops when it would miss sm_120 or NVFP4
         configure_first=(p["dry_run"] or needed) and not run["check_mode"],
-        restrict_override=restrict, configure_error=None, dry_run_report=None, dry_run_error=None, build_plan=None,
+        restrict_override=restrict, restrict_archs=restrict is not None, configure_error=None, dry_run_report=None, dry_run_error=None, build_plan=None,
         cache_message="sgl-kernel %s (%s) for %s, CUDA %s, torch %s: key %s %s%s" % (
             s["git_ref"], str(git.get("after"))[:12], ";".join(archs), toolkit.get("release"), torch or "none", key[:16],
             "-> build (%s)" % why if needed else "= stamp, build skipped",
@@ -453,10 +566,13 @@ def _build_run_plan(s, v, p, probe):
         return
     p["build_failed"] = result.get("rc", -1) != 0
     tail = v.get("_sgl_kernel_build_tail")
+    # a verdict once the log's tail was read, so the failure shows it
     p["build_failure"] = ["sgl_kernel: the build %s; last lines of %s:" % (
         "failed (rc %s)" % result.get("rc") if result.get("finished") else "did not finish in %s s" % s["build_timeout"],
-        p["build_log"])] + ((tail or {}).get("stdout_lines") or [])
-    staged = (v.get("_sgl_kernel_staged") or {}).get("files") or []
+        p["build_log"])] + ((tail or {}).get("stdout_lines") or []) if p["build_failed"] and tail is not None else None
+    if not ran(v.get("_sgl_kernel_staged")):
+        return
+    staged = v["_sgl_kernel_staged"].get("files") or []
     p["staged_error"] = None if len(staged) == 1 else "sgl_kernel: expected one wheel in %s, found %s" % (
         p["staging_dir"], [f.get("path") for f in staged])
     if len(staged) != 1:
@@ -496,8 +612,9 @@ def _controller_plan(v, run, p, record, exists=os.path.isfile):
         % (record["controller_path"], found or "none", record["sha256"]))
     folder = posixpath.dirname(record["controller_path"] or "")
     files = [] if record["sha256"] is None else [
-        {"dest": "%s/%s.sha256" % (folder, record["wheel_file"]), "content": "%s  %s\n" % (record["sha256"], record["wheel_file"])},
-        {"dest": "%s/%s" % (folder, STAMP_NAME), "content": nice_json(record["stamp"])}]
+        {"dest": "%s/%s.sha256" % (folder, record["wheel_file"]), "content": "%s  %s\n" % (record["sha256"], record["wheel_file"]),
+         "name": record["wheel_file"] + ".sha256"},
+        {"dest": "%s/%s" % (folder, STAMP_NAME), "content": nice_json(record["stamp"]), "name": STAMP_NAME}]
     # written again only for a new wheel, or when missing (this runs on the controller, where they live)
     renew = record["built"] or (ran(fetched) and bool(fetched.get("changed")))
     p["controller_files"] = [f for f in files if renew or not exists(f["dest"])]
@@ -562,7 +679,7 @@ def _install_plan(s, v, run, p):
 
 def plan(values):
     """Everything the role's tasks use, from the role's settings, the run and the results registered so far."""
-    s = _settings(values)
+    s = resolve_target(_settings(values))
     run = values.get("_sgl_kernel_run") or {}
     missing = [k for k in ("host", "play_hosts", "check_mode") if k not in run]
     if missing:
@@ -570,7 +687,7 @@ def plan(values):
     run = dict(run, check_mode=to_bool(run["check_mode"]))
     error = input_error(s, run["play_hosts"])
     if error:
-        return {"input_error": error}
+        return {"input_error": error, "error": error}
     build_dir = s["build_dir"]
     p = {"input_error": None,
          "dry_run": to_bool(s["dry_run"]) or DRY_RUN_TAG in (run.get("tags") or []),
@@ -585,8 +702,15 @@ def plan(values):
          "installed_stamp_path": "%s/%s" % (s["venv"], INSTALLED_STAMP_NAME),
          "is_build_host": run["host"] == s["build_host"]}
     if p["is_build_host"]:
-        _build_host_plan(s, values, run, p)
-    return _install_plan(s, values, run, p)
+        _pinned_plan(s, values, run, p)
+        if not p["use_pinned"]:
+            _build_host_plan(s, values, run, p)
+            if "record" in p:
+                p["record"].update(source="built", why=p["why"])
+    _install_plan(s, values, run, p)
+    due = [name for name in STOP_AT_ONCE if name != "install_error" or values.get("_sgl_kernel_wheel_copied") is not None]
+    p["error"] = next((p[name] for name in due if p.get(name)), None)
+    return p
 
 
 def plan_phase(settings, results, run):

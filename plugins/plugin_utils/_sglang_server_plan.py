@@ -47,7 +47,7 @@ SETTINGS = tuple(P + name for name in (
     "speculative_eagle_topk", "speculative_num_draft_tokens", "mamba_strategy_flag", "mamba_strategy", "host", "port",
     "enable_metrics", "api_key", "hf_token", "no_api_key_waiver", "extra_args", "environment", "ready_path",
     "routers_group", "verify_strict", "ready_timeout", "progress_interval", "timeout_stop_sec",
-    "security_max_exposure")) + (
+    "security_max_exposure", "gpu", "cuda_toolkit", "fp4_modules_prebuilt")) + (
     "sglang_runtime_environment",)
 # Optional valued flags, in their order on the command line.
 _OPTIONAL_FLAGS = (("--quantization", "quantization"), ("--moe-runner-backend", "moe_runner_backend"),
@@ -283,6 +283,20 @@ def _verify(service, strict):
         return None
 
 
+def fp4_check(s):
+    """sglang_args_check's FP4 options (None: left unset) from what the preflight found (sglang_server_gpu, sglang_server_cuda_toolkit:
+    its gpu_info and cuda_toolkit_info results): the GPUs' compute capability (None: not known or not one, nothing
+    checked), the host's nvcc release (None: not known; "none": the host has none) and whether the FlashInfer FP4
+    modules were built ahead of time."""
+    gpu, toolkit = s[P + "gpu"], s[P + "cuda_toolkit"]
+    caps = sorted({str(g["compute_capability"]) for g in (gpu.get("gpus") or [] if isinstance(gpu, dict) else [])
+                   if isinstance(g, dict) and g.get("compute_capability")})
+    nvcc = None
+    if isinstance(toolkit, dict) and "installed" in toolkit:
+        nvcc = str(toolkit.get("release") or "none") if toolkit["installed"] else "none"
+    return {"gpu": caps[0] if len(caps) == 1 else None, "nvcc": nvcc, "prebuilt": _bool(s[P + "fp4_modules_prebuilt"])}
+
+
 def plan(settings, host, groups, hostvars, play_batch=None):
     """Everything the role derives, as one dict (see the module's docstring)."""
     missing = [name for name in SETTINGS if name not in settings]
@@ -327,6 +341,7 @@ def plan(settings, host, groups, hostvars, play_batch=None):
         "verify_command": _verify(service, s[P + "verify_strict"]), "ready_path": s[P + "ready_path"],
         "ready_timeout": s[P + "ready_timeout"], "security_max_exposure": s[P + "security_max_exposure"],
         "problems": problems(s, nodes, env, extra_managed, play_batch) + unwritable,
+        "fp4": fp4_check(s),
     }
 
 

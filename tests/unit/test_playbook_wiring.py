@@ -29,13 +29,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml", "preflight.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
-         "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release"]
+         "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "gpu_preflight_sglang_release",
+         "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",
+         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args"]
 # What audit.yml hands the audit role through the role's own defaults, not the wiring.
 AUDIT_WIRED = [name for name in WIRED if name.startswith("audit_")]
 KEY = "sk-wiring-test-2f8d"
 # What the roles' defaults give in site.yml, where the server and preflight roles are imported (the probe has no roles).
 ROLE_DEFAULTS = {"sglang_server_tp_size": 8, "sglang_server_mem_fraction_static": 0.85, "sglang_server_nodes_group": None,
-                 "gpu_preflight_toolkit_archs": ["sm_120a"], "gpu_preflight_cuda_toolkit_min": "12.8"}
+                 "gpu_preflight_toolkit_archs": None, "gpu_preflight_cuda_toolkit_min": None,
+                 "sglang_server_quantization": "modelopt_fp4", "sglang_server_fp4_gemm_backend": "flashinfer_cudnn",
+                 "sglang_server_moe_runner_backend": "flashinfer_cutlass",
+                 "sglang_runtime_packages": [{"name": "sglang-kernel", "version": "0.4.10"}, {"name": "sglang", "version": "0.5.23"}]}
+REFERENCE_FP4 = ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
 
 
 def _load(path):
@@ -52,10 +58,11 @@ HOSTS = {
              "sglang_server_unit": "sglang-a", "sglang_server_model_path": "/models/a", "sglang_server_served_model_name": "a",
              "sglang_server_kv_cache_dtype": "fp8_e4m3", "sglang_server_kv_cache_dtype_waiver": "capacity test OPS-1",
              "sglang_server_tp_size": 16, "sglang_server_nodes_group": "pair", "sglang_server_mem_fraction_static": 0.9,
-             "gpu_preflight_toolkit_archs": ["sm_90a"], "gpu_preflight_cuda_toolkit_min": "12.4"},
+             "gpu_preflight_toolkit_archs": ["sm_90a"], "gpu_preflight_cuda_toolkit_min": "12.4", "sglang_fp4_modules_prebuilt": True,
+             "sglang_server_fp4_gemm_backend": None},
     "wildcard6": {"sglang_server_host": "::"},
     "wildcard4": {"sglang_server_host": "0.0.0.0", "sglang_server_api_key": KEY},
-    "address": {"sglang_server_host": "10.0.0.11"},
+    "address": {"sglang_server_host": "10.0.0.11", "sglang_runtime_packages": [{"name": "packaging", "version": "25.0"}]},
     "unset": {},
 }
 
@@ -127,7 +134,11 @@ def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
                              "audit_expected_kv_dtype": "fp8_e4m3", "audit_kv_waiver_reason": "capacity test OPS-1",
                              "gpu_preflight_gpu_count": 8, "gpu_preflight_mem_fraction_static": 0.9,
                              "sgl_kernel_cuda_archs": ["sm_90a"], "sgl_kernel_require_archs": ["sm_90a"],
-                             "sgl_kernel_cuda_min_release": "12.4"})
+                             "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
+                             "gpu_preflight_launch_args": REFERENCE_FP4[:3] + [None] + REFERENCE_FP4[4:],
+                             "gpu_preflight_fp4_modules_prebuilt": True, "sglang_server_fp4_modules_prebuilt": True,
+                             "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
+                             "sgl_kernel_fp4_launch_args": REFERENCE_FP4[:3] + [None] + REFERENCE_FP4[4:]})
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"].get("benchmark_api_key", KEY) == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"].get("benchmark_api_key") is None
 
@@ -141,8 +152,23 @@ def test_the_server_s_kv_waiver_is_the_guard_s_and_its_gpus_the_preflight_s(wire
         return
     assert wired["ipv6"]["gpu_preflight_gpu_count"] == 16 // 2 and wired["unset"]["gpu_preflight_gpu_count"] == 8
     assert wired["unset"]["gpu_preflight_mem_fraction_static"] == 0.85
-    assert wired["unset"]["sgl_kernel_cuda_archs"] == wired["unset"]["sgl_kernel_require_archs"] == ["sm_120a"]
-    assert wired["unset"]["sgl_kernel_cuda_min_release"] == "12.8"
+    # null: each role resolves the one SM 12.0 target (_fp4_kernels.SM120_TARGET)
+    assert wired["unset"]["sgl_kernel_cuda_archs"] is wired["unset"]["sgl_kernel_require_archs"] is None
+    assert wired["unset"]["sgl_kernel_cuda_min_release"] is None
+
+
+def test_the_planned_fp4_launch_reaches_the_preflight_and_the_server_check(wired):
+    """The preflight checks the server's FP4 backends for the pinned SGLang; both roles hear whether the FP4 modules
+    were built ahead of time (default no)."""
+    unset = wired["unset"]
+    assert (unset["gpu_preflight_sglang_release"], unset["gpu_preflight_launch_args"]) == ("0.5.23", REFERENCE_FP4)
+    # the same backends decide whether the sgl-kernel wheel SGLang pins serves
+    assert unset["sgl_kernel_fp4_launch_args"] == REFERENCE_FP4
+    assert unset["gpu_preflight_fp4_modules_prebuilt"] is unset["sglang_server_fp4_modules_prebuilt"] is False
+    # a stack without an sglang pin (the lab's stand-in package): no release, no FP4 check
+    assert wired["address"]["gpu_preflight_sglang_release"] is None
+    # the probe play runs no preflight: the server role then checks no GPU and no nvcc
+    assert unset["sglang_server_gpu"] is unset["sglang_server_cuda_toolkit"] is None
 
 
 def test_no_inventory_sets_a_wired_variable():

@@ -76,3 +76,19 @@ def test_whole_number(value, expected, with_digits):
 @pytest.mark.parametrize("value,expected", [(1, 1), (8.0, 8), ("8", 8), (0, None), ("0", None), (-1, None), (True, None)])
 def test_whole_number_with_a_minimum(value, expected):
     assert c.whole_number(value, digits=True, minimum=1) == expected
+
+
+@pytest.mark.parametrize("value, expected", [("torch.bfloat16", "bfloat16"), (" BF16 ", "bf16"), ("torch.Float8_E4M3FN", "float8_e4m3fn"),
+                                             ("int8", "int8"), ("torch.", None), ("  ", None), (None, None), (16, None)])
+def test_dtype_name_strips_torch_and_case(value, expected):
+    assert c.dtype_name(value) == expected
+
+
+def test_dtype_name_callers_keep_their_answer_for_unknown_names():
+    from ansible_collections.llmops.sglang.plugins.module_utils import _checkpoint, _kv_guard
+    # the checkpoint knows only floating model dtypes; the guard sorts every name into a class
+    assert [_checkpoint.normalize_model_dtype(v) for v in ("torch.bfloat16", "Half", "torch.int8", "", None)] == \
+        ["bfloat16", "float16", None, None, None]
+    assert [_kv_guard.classify_dtype(v) for v in ("torch.bfloat16", " FP8_E4M3 ", "torch.int8", "", None, "Auto")] == \
+        ["bf16", "fp8", "unknown", "unknown", "unknown", "auto"]
+    assert _kv_guard._same_flag("torch.INT8", " int8") and not _kv_guard._same_flag("int8", "int4")

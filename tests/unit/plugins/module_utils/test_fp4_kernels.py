@@ -241,3 +241,37 @@ def test_the_docs_show_every_row():
         for row in (r for r in fk.ROWS if r["release"] == release):
             line = next((ln for ln in section.splitlines() if ln.startswith("| `%s` | `%s` |" % (row["flag"], row["choice"]))), "")
             assert "`%s`" % row["site"] in line and (row["becomes"] or row["provider"]) in line, (release, row["flag"], row["choice"])
+
+
+def test_the_sm120_target_is_the_table_s_first_arch_specific_toolkit():
+    assert (fk.sm120_arch(), fk.sm120_arch("cmake")) == ("sm_120a", "120a")
+    assert fk.SM120_TARGET["toolkit_min"] == fk.NVCC_FIRST["sm_120a"] == "12.8"
+
+
+@pytest.mark.parametrize("release, args, prebuilt, minimum, why", [
+    # the reference unit: fp4_quantize's module is built for sm_120f, which nvcc 12.9 is the first to compile
+    ("0.5.23", ["--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"], False, "12.9", "fp4_quantization_120f"),
+    ("0.5.23", ["--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"], True, "12.8", "sm_120a"),
+    ("0.5.23", ["--fp4-gemm-backend", "marlin", "--moe-runner-backend", "marlin"], True, "12.8", "SGLang's JIT kernels"),
+    ("0.5.16", ["--fp4-gemm-backend", "marlin", "--moe-runner-backend", "marlin"], True, "12.9", "SGLang's JIT kernels"),
+])
+def test_the_toolkit_minimum_comes_from_the_table_for_the_chosen_backends(release, args, prebuilt, minimum, why):
+    plan = fk.kernel_plan(release, "12.0", args, NVFP4)
+    found, reasons = fk.nvcc_minimum(plan, ["sm_120a"], prebuilt)
+    assert found == minimum and any(why in r for r in reasons), reasons
+    # what the host needs is what the nvcc check holds it to
+    assert fk.nvcc_problems(plan, minimum, prebuilt) == []
+    older = "%s.%d" % (minimum.split(".")[0], int(minimum.split(".")[1]) - 1)
+    assert bool(fk.nvcc_problems(plan, older, prebuilt)) is (why != "sm_120a")
+
+
+def test_prebuilt_modules_need_no_nvcc_on_the_server_but_marlin_does():
+    args = ["--fp4-gemm-backend", "flashinfer_cutlass", "--moe-runner-backend", "flashinfer_cutlass"]
+    plan = fk.kernel_plan("0.5.23", "12.0", args, NVFP4)
+    problems = fk.nvcc_problems(plan, "")
+    assert [p["fix"].split(" (")[0] for p in problems] == ["install a CUDA toolkit 12.9 or newer", "install a CUDA toolkit 12.8 or newer"]
+    assert all("sglang_fp4_modules_prebuilt" in p["fix"] for p in problems)
+    assert fk.nvcc_problems(plan, "", prebuilt=True) == []
+    marlin = fk.kernel_plan("0.5.23", "12.0", ["--fp4-gemm-backend", "marlin", "--moe-runner-backend", "marlin"], NVFP4)
+    [problem] = fk.nvcc_problems(marlin, "", prebuilt=True)
+    assert "SGLang's JIT kernels" in problem["problem"] and "prebuilt" not in problem["fix"]

@@ -238,3 +238,19 @@ def test_fp4_backends_are_checked_against_the_kernel_table_on_sm120(sglang_pytho
 
     result, _out = run({"python": sglang_python, "args": trtllm}, capsys)
     assert not result.get("failed") and "fp4" not in result
+
+
+def test_the_hosts_nvcc_is_held_to_what_the_fp4_backends_need(sglang_python, capsys):
+    """The preflight's nvcc (12.8 here) against the reference unit's JIT modules: fp4_quantization_120f is built for
+    sm_120f, which nvcc 12.9 is the first to compile; prebuilt modules need no nvcc on the server."""
+    gpu = {"gpu_capability": "12.0", "quant_algo": "NVFP4"}
+    result, _out = run(dict({"python": sglang_python, "args": REFERENCE, "nvcc": "12.8"}, **gpu), capsys)
+    assert result["failed"] is True and result["valid"] is True
+    assert "nvcc 12.8 is older than 12.9" in result["msg"] and "fix: install a CUDA toolkit 12.9 or newer" in result["msg"]
+    assert "sglang_fp4_modules_prebuilt" in result["msg"]
+    result, _out = run(dict({"python": sglang_python, "args": REFERENCE, "nvcc": "none"}, **gpu), capsys)
+    assert result["failed"] is True and "the host has no nvcc" in result["msg"]
+    for passing in ({"nvcc": "12.9"}, {"nvcc": "none", "fp4_modules_prebuilt": True}):
+        result, _out = run(dict({"python": sglang_python, "args": REFERENCE}, **dict(gpu, **passing)), capsys)
+        assert not result.get("failed"), result.get("msg")
+        assert result["fp4"]["problems"] == []

@@ -44,7 +44,7 @@ _FACTS = {}
 def target(**more):
     """The gpu_preflight role's arch and toolkit (its defaults: the rules themselves expect neither), and more."""
     defaults = yaml.safe_load((ROOT / "roles" / "gpu_preflight" / "defaults" / "main.yml").read_text())
-    return dict(cuda_toolkit_min=defaults["gpu_preflight_cuda_toolkit_min"], toolkit_archs=defaults["gpu_preflight_toolkit_archs"],
+    return dict(dict(cuda_toolkit_min=defaults["gpu_preflight_cuda_toolkit_min"], toolkit_archs=defaults["gpu_preflight_toolkit_archs"]),
                 **more)
 
 
@@ -268,7 +268,7 @@ def test_toolkit_rules(h200):
     old["arch_tests"] = {"sm_120a": {"compiles": False, "error_class": "unsupported_arch", "error": "nvcc fatal : Unsupported gpu architecture 'compute_120a'"}}
     result = evaluate(facts, old, target())
     assert rules(result) == ["cuda_toolkit", "toolkit_arch"]
-    assert "CUDA toolkit 12.6 found, >= 12.8 required" in messages(result)
+    assert "CUDA toolkit 12.6 found, >= 12.8 required (sm_120a needs nvcc 12.8)" in messages(result)
     assert result["failed"][1]["fix"] == "install a CUDA toolkit that supports sm_120a (12.8 or newer)"
     # the rules expect no arch and no toolkit release of their own: the role's settings name them
     assert rules(evaluate(facts, old)) == []
@@ -368,7 +368,7 @@ def test_filter_plugin(h200):
     assert plan(settings, "report", h200["gpu_info"], h200["cuda_toolkit_info"], None, "h")["result"]["expectations"]["gpu_count"] == 1
     with pytest.raises(AnsibleFilterError, match="llmops.sglang.gpu_preflight_plan: unknown waiver rule 'persistence'"):
         plan(dict(settings, gpu_preflight_waivers=[{"rule": "persistence", "reason": "x"}]), "report", h200["gpu_info"], None)
-    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of smoke, report"):
+    with pytest.raises(AnsibleFilterError, match="unknown phase 'rules': use one of archs, smoke, report"):
         plan(settings, "rules", h200["gpu_info"])
     with pytest.raises(AnsibleFilterError, match=r"gpu_preflight_plan\('smoke'\): .*pass \(settings, gpu_info, toolkit, source\)"):
         plan(settings, "smoke", h200["gpu_info"])
@@ -503,3 +503,63 @@ def test_a_hold_that_cannot_be_made_says_why(h200):
         _hold(passed, {"pkg_mgr": "zypper", "packages": {"nvidia-driver-G06": []}})
     with pytest.raises(PreflightError, match="no NVIDIA driver package is installed.*a .run install"):
         _hold(passed, {"pkg_mgr": "apt", "packages": {"bash": []}})
+# The reference unit (roles/sglang_server/defaults/main.yml): NVFP4, cuDNN GEMM, FlashInfer CUTLASS MoE
+REFERENCE_FP4 = ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
+
+
+def fp4_target(**more):
+    return target(sglang_release="0.5.23", launch_args=REFERENCE_FP4, **more)
+
+
+def test_the_toolkit_minimum_follows_the_fp4_table_for_the_planned_unit(h200):
+    facts = lab_facts("rtxpro6000x8")
+    nvcc_12_8 = dict(h200["cuda_toolkit_info"], release="12.8", version="12.8.93")
+    nvcc_12_8["arch_tests"] = {"sm_120a": {"compiles": True}}
+    # without a planned unit the SM 12.0 target alone asks for 12.8
+    assert rules_module.normalize_expectations(target())["cuda_toolkit_min"] == "12.8"
+    assert "cuda_toolkit" not in rules(evaluate(facts, nvcc_12_8, target()))
+    # the reference unit quantizes activations with FlashInfer's fp4_quantization_120f, built for sm_120f: 12.9
+    exp = rules_module.normalize_expectations(fp4_target())
+    assert exp["cuda_toolkit_min"] == "12.9" and "fp4_quantization_120f" in exp["cuda_toolkit_basis"][0]
+    result = evaluate(facts, nvcc_12_8, fp4_target())
+    [failed] = [item for item in result["failed"] if item["rule"] == "cuda_toolkit"]
+    assert failed["required"] == ">= 12.9" and "fp4_quantization_120f" in failed["message"]
+    assert failed["fix"] == ("install CUDA toolkit >= 12.9 and put its nvcc first, or build the FP4 modules ahead of time and set "
+                             "sglang_fp4_modules_prebuilt: true")
+    # modules built ahead of time: the server compiles nothing of FlashInfer's, the arch's 12.8 is enough again
+    assert "cuda_toolkit" not in rules(evaluate(facts, nvcc_12_8, fp4_target(fp4_modules_prebuilt=True)))
+    # a configured minimum is a floor: the table raises 12.8 to 12.9, never lowers 13.0
+    assert rules_module.normalize_expectations(fp4_target(cuda_toolkit_min="12.8"))["cuda_toolkit_min"] == "12.9"
+    assert rules_module.normalize_expectations(fp4_target(cuda_toolkit_min="13.0"))["cuda_toolkit_min"] == "13.0"
+    # JIT kernels need nvcc on the server even where the toolkit is not otherwise required
+    missing = evaluate(facts, {"installed": False}, fp4_target(require_toolkit=False))
+    assert "cuda_toolkit" in rules(missing)
+    prebuilt = evaluate(facts, {"installed": False}, fp4_target(require_toolkit=False, fp4_modules_prebuilt=True))
+    assert [c["status"] for c in prebuilt["checks"] if c["rule"] == "cuda_toolkit"] == ["skipped"]
+
+
+def test_the_fp4_rule_checks_the_planned_backends(h200):
+    facts = lab_facts("rtxpro6000x8")
+    checks = evaluate(facts, h200["cuda_toolkit_info"], fp4_target())["checks"]
+    [fp4] = [c for c in checks if c["rule"] == "fp4_kernels"]
+    assert fp4["status"] == "pass" and "--moe-runner-backend flashinfer_cutlass" in fp4["found"]
+    trtllm = REFERENCE_FP4[:-1] + ["flashinfer_trtllm"]
+    result = evaluate(facts, h200["cuda_toolkit_info"], target(sglang_release="0.5.23", launch_args=trtllm))
+    [failed] = [item for item in result["failed"] if item["rule"] == "fp4_kernels"]
+    assert "no SM 12.0 kernels" in failed["message"] and failed["fix"].startswith("use --moe-runner-backend flashinfer_cutlass")
+    # no release, no check; a null setting templated into the words drops its flag (auto: flashinfer_cutlass)
+    assert [c["status"] for c in evaluate(facts, None, target())["checks"] if c["rule"] == "fp4_kernels"] == ["skipped"]
+    exp = rules_module.normalize_expectations(target(sglang_release="0.5.23", launch_args=REFERENCE_FP4[:4] + ["--moe-runner-backend", None]))
+    assert exp["launch_args"] == REFERENCE_FP4[:4]
+    assert [r["choice"] for r in rules_module.fp4_plan(exp)["rows"]] == ["modelopt_fp4", "flashinfer_cudnn", "flashinfer_cutlass"]
+
+
+def test_the_toolkit_is_tested_for_the_resolved_archs():
+    """gpu_preflight_toolkit_archs defaults to null: the role asks its filter for the archs cuda_toolkit_info compiles,
+    the SM 12.0 target for an expected 12.0 GPU, none for another unless set."""
+    archs = FilterModule().filters()["gpu_preflight_plan"]
+    assert archs(role_defaults(), "archs") == ["sm_120a"]
+    assert archs(dict(role_defaults(), gpu_preflight_compute_capability="9.0"), "archs") == []
+    assert archs(dict(role_defaults(), gpu_preflight_toolkit_archs=["sm_90a"]), "archs") == ["sm_90a"]
+    task = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())[1]["llmops.sglang.cuda_toolkit_info"]
+    assert task["archs"] == "{{ _gpu_preflight_settings | llmops.sglang.gpu_preflight_plan('archs') }}"

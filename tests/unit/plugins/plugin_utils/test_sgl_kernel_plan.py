@@ -94,7 +94,9 @@ def test_the_plan_reproduces_the_roles_jinja(case):
     stamp = json.loads(json.dumps(old["new_stamp"]))
     stamp["build"].update(cmake_defines=p["cmake_defines"], unit_archs=None)
     assert p["new_stamp"] == dict(stamp, plan=None)
-    assert p["record"] == dict(old["build_record"], stamp=p["new_stamp"] if old["build_record"]["stamp"] else None)
+    # added since: where the wheel came from and why (the pinned wheel is checked first where the FP4 table allows)
+    assert p["record"] == dict(old["build_record"], stamp=p["new_stamp"] if old["build_record"]["stamp"] else None,
+                               source="built", why=p["why"])
     assert p["cache_message"].endswith(old["build_reason"] if old["build_needed"] else "= stamp, build skipped")
 
 
@@ -265,7 +267,7 @@ def test_an_unchanged_stamp_skips_the_build_and_keeps_the_stamp():
     # the controller's checksum file and stamp are written when missing (none here: another controller)
     sums = p["controller_files"][0]
     assert sums == {"dest": "/root/.cache/llmops-sglang/sgl-kernel/%s/%s.sha256" % (key[:16], WHEEL),
-                    "content": "%s  %s\n" % ("c" * 64, WHEEL)}
+                    "content": "%s  %s\n" % ("c" * 64, WHEEL), "name": WHEEL + ".sha256"}
     assert json.loads(p["controller_files"][1]["content"]) == stamp
 
 
@@ -308,18 +310,36 @@ def test_a_failed_build_and_a_wrong_number_of_wheels_are_reported():
     assert p["build_failed"]
     assert p["build_failure"] == ["sgl_kernel: the build failed (rc 1); last lines of "
                                   "/var/cache/llmops-sglang/sgl-kernel/build.log:", "ninja: build stopped"]
+    assert p["error"] == p["build_failure"]
+    # before the log's tail is read, the failure waits for it
     p = plan_of(values_for("a_defaults_130", _sgl_kernel_build_result={"finished": False}))
+    assert p["build_failed"] and p["build_failure"] is None and p["error"] is None
+    p = plan_of(values_for("a_defaults_130", _sgl_kernel_build_result={"finished": False}, _sgl_kernel_build_tail={"skipped": True}))
     assert p["build_failure"][0].startswith("sgl_kernel: the build did not finish in 14400 s")
     p = plan_of(values_for("a_defaults_130", _sgl_kernel_staged={"files": []}))
     assert p["staged_error"] == "sgl_kernel: expected one wheel in /var/cache/llmops-sglang/sgl-kernel/staging, found []"
+    assert p["error"] == p["staged_error"]
     assert "new_stamp" not in p
     p = plan_of(values_for("a_defaults_130", _sgl_kernel_old_wheels={"files": [
         {"path": "/var/cache/llmops-sglang/sgl-kernel/dist/old.whl"}, {"path": "/var/cache/llmops-sglang/sgl-kernel/dist/" + WHEEL}]}))
     assert p["old_wheels"] == ["/var/cache/llmops-sglang/sgl-kernel/dist/old.whl"]
 
 
+def test_the_null_arch_settings_are_the_one_sm120_target():
+    """The role's and the preflight's defaults name no arch and no toolkit release: both resolve _fp4_kernels'
+    SM120_TARGET, so 120a / sm_120a / 12.8 are written once."""
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
+    assert (s["cuda_archs"], s["require_archs"], s["cuda_min_release"]) == (["120a"], ["sm_120a"], "12.8")
+    hopper = sk.resolve_target(dict(s, cuda_archs=["90a"], require_archs=["sm_90a"], cuda_min_release=None))
+    assert (hopper["cuda_archs"], hopper["cuda_min_release"]) == (["90a"], None)
+    assert sk.toolkit_error({"installed": True, "release": "12.4", "archs_ok": True}, hopper) is None
+    for role in ("sgl_kernel", "gpu_preflight"):
+        text = (ROLE.parent / role / "defaults" / "main.yml").read_text()
+        assert not re.search(r"^\w+: .*(120a|12\.8)", text, re.M), role
+
+
 def test_toolkit_verdicts():
-    s = dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items())
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
     ok = {"installed": True, "release": "12.8", "archs_ok": True, "arch_tests": {"sm_120a": {"compiles": True}}}
     assert sk.toolkit_error(ok, s) is None
     old = dict(ok, release="12.6", archs_ok=False, arch_tests={"sm_120a": {"compiles": False}})
@@ -418,7 +438,7 @@ def test_bad_settings_are_named_in_one_message():
                  "sgl_kernel_require_archs has sm_120x", "sgl_kernel_git_ref is empty",
                  "sgl_kernel_build_job_mem_gib must be positive (got 'lots')", "sgl_kernel_build_jobs must be >= 1 (got 0)"):
         assert part in error
-    assert plan_of(v) == {"input_error": error}
+    assert plan_of(v) == {"input_error": error, "error": error}
     assert "sgl_kernel_cuda_archs is empty" in plan_of(values_for("a_defaults_130", sgl_kernel_cuda_archs=[]))["input_error"]
 
 
@@ -447,11 +467,40 @@ def _role_text():
 
 
 def test_every_plan_value_the_role_uses_exists():
-    used = set(re.findall(r"\b_sgl_kernel\.(\w+)", _role_text())) | set(re.findall(r"\bplan\.(\w+)", _role_text()))
+    used = set(re.findall(r"\b_sgl_kernel(?:_new)?\.(\w+)", _role_text())) | set(re.findall(r"\bplan\.(?!yml\b)(\w+)", _role_text()))
     keys = set(plan_of(values_for("a_defaults_130", _sgl_kernel_build_result={"rc": 1}, _sgl_kernel_build_tail={},
                                   _sgl_kernel_old_wheels={"files": []})))
     keys |= set(plan_of(values_for("a_defaults_130", host="node2")))
     assert used and used <= keys, used - keys
+
+
+def _tasks(path):
+    """The tasks of a file in order, a block's own tasks in its place."""
+    for task in yaml.safe_load(path.read_text()) or []:
+        yield from (x for part in ("block", "rescue", "always") for x in task.get(part, [])) if "block" in task else [task]
+
+
+def test_the_plan_is_a_fact_worked_out_again_after_each_result_it_follows():
+    """tasks/plan.yml keeps the plan as the fact _sgl_kernel (nothing templates it at each use), and no task reads it
+    between a result the plan follows and the next plan.yml: it would read a plan without that result."""
+    assert "_sgl_kernel" not in yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    [refresh, stop] = yaml.safe_load((ROLE / "tasks" / "plan.yml").read_text())
+    assert refresh["ansible.builtin.set_fact"]["_sgl_kernel"] == "{{ _sgl_kernel_new }}"
+    assert stop["when"] == "_sgl_kernel.error is not none"
+    for path in sorted((ROLE / "tasks").glob("*.yml")):
+        stale = None
+        for task in _tasks(path):
+            if task.get("ansible.builtin.import_tasks") == "plan.yml":
+                stale = None
+                continue
+            text = json.dumps({k: v for k, v in task.items() if k not in ("register", "changed_when")})
+            assert stale is None or "_sgl_kernel." not in text, "%s: %r reads the plan before it follows %s" % (path.name, task["name"], stale)
+            if task.get("register") in sk.RESULTS:
+                stale = task["register"]
+            if task.get("ansible.builtin.set_fact", {}).get("sgl_kernel_build"):
+                stale = "sgl_kernel_build"
+    # a changed_when that judges its own result reads the plan fresh
+    assert "_sgl_kernel_new.requirements_changed" in (ROLE / "tasks" / "build_venv.yml").read_text()
 
 
 def test_every_result_the_role_registers_is_documented_for_the_plan():
@@ -523,3 +572,88 @@ def test_the_stamp_records_the_dry_runs_plan_for_the_next_estimate():
     p = plan_of(values)
     assert p["new_stamp"]["build"]["unit_archs"] == 2 and p["new_stamp"]["plan"]["cubins"] == ["sm_120f"]
     assert sk.duration_seconds("0:12:01.5") == 721.5 and sk.duration_seconds(30) == 30.0 and sk.duration_seconds("x") is None
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Build or install: the FP4 table decides what the wheel must carry, the pinned wheel's kernels whether it does
+
+# cuda_binary_info on the real PyPI wheel sglang-kernel 0.4.10 (docs/evidence/sgl-kernel-fp4-kernels.md): sm_120a met,
+# no kernel matching fp4|e2m1
+PINNED = "sglang_kernel-0.4.10-cp310-abi3-manylinux2014_x86_64.whl"
+PINNED_SHA = "043cbe4a10e7887ea1b25599b729ff1ce115a0d5217b2c177aff9f9ae5327724"
+PINNED_VERIFY = {"sha256": PINNED_SHA, "required_archs": ["sm_120a"], "missing_archs": [], "missing_kernels": [],
+                 "elf_archs": ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100f", "sm_103a", "sm_120a"], "ptx_archs": []}
+NO_FP4 = dict(PINNED_VERIFY, missing_kernels=["fp4|e2m1"], failed=False,
+              msg="%s: no kernel matching 'fp4|e2m1' has a cubin for sm_120a (searched 2188 kernels in 75 cubins that meet sm_120a)." % PINNED)
+FETCHED = {"stdout": "Collecting sglang-kernel==0.4.10\n  Downloading %s (373.0 MB)\nSaved /var/cache/llmops-sglang/sgl-kernel/pinned/%s\n"
+                     "Successfully downloaded sglang-kernel\n" % (PINNED, PINNED), "rc": 0}
+REFERENCE_FP4 = ["--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
+
+
+def _pinned(**more):
+    values = dict(values_for("a_defaults_130", sgl_kernel_fp4_launch_args=REFERENCE_FP4), **more)
+    return plan_of(values)
+
+
+def test_sglang_0_5_23_s_fp4_backends_call_no_sgl_kernel_op_so_the_pinned_wheel_is_checked():
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
+    s["fp4_launch_args"] = REFERENCE_FP4
+    first = sk.source_decision(s)
+    assert (first["check_pinned"], first["use_pinned"], first["pinned"], first["kernels"]) == (True, False, "sglang-kernel==0.4.10", [])
+    assert "--moe-runner-backend flashinfer_cutlass from flashinfer-jit" in first["why"] and "calls no sgl-kernel FP4 op" in first["why"]
+    # SGLang 0.5.16 pins 0.4.5
+    assert sk.source_decision(dict(s, git_ref="v0.5.16"))["pinned"] == "sglang-kernel==0.4.5"
+    # a ref the table does not know, or sgl_kernel_source: build, builds
+    for other in (dict(s, git_ref="fixture-v1"), dict(s, git_ref="3f2a9c1"), dict(s, source="build")):
+        assert not sk.source_decision(other)["check_pinned"]
+    assert "not in the FP4 kernel table" in sk.source_decision(dict(s, git_ref="fixture-v1"))["why"]
+    assert "is not in the FP4 kernel table" in sk.source_decision(dict(s, git_ref="fixture-v1", source="wheel"))["error"]
+
+
+def test_an_sgl_kernel_fp4_op_makes_the_wheel_prove_its_fp4_kernels(monkeypatch):
+    """No tabled release calls one (the wheels carry none); a release that did would need fp4|e2m1 kernels for sm_120a
+    in the pinned wheel, which the real 0.4.10 wheel does not have: the source is built."""
+    from ansible_collections.llmops.sglang.plugins.module_utils import _fp4_kernels as fk
+    assert not [row for row in fk.ROWS if row["provider"] == "sgl-kernel"]
+    rows = tuple(dict(row, provider="sgl-kernel") if row["release"] == "0.5.23" and row["choice"] == "flashinfer_cudnn" else row
+                 for row in fk.ROWS)
+    monkeypatch.setattr(fk, "ROWS", rows)
+    s = sk.resolve_target(dict((k[len("sgl_kernel_"):], v) for k, v in defaults().items()))
+    s["fp4_launch_args"] = REFERENCE_FP4
+    assert sk.source_decision(s)["kernels"] == ["fp4|e2m1"]
+    lacking = sk.source_decision(s, NO_FP4)
+    assert not lacking["use_pinned"] and "no kernel matching 'fp4|e2m1' has a cubin for sm_120a" in lacking["why"]
+    assert lacking["why"].endswith("building from source") and lacking["error"] is None
+    assert "sgl_kernel_source is wheel" in sk.source_decision(dict(s, source="wheel"), NO_FP4)["error"]
+
+
+def test_the_pinned_wheel_that_serves_is_installed_instead_of_built_and_says_why():
+    before = _pinned()
+    assert before["check_pinned"] and not before["use_pinned"] and before["pinned_wheel"] is None
+    assert before["pinned_argv"][:4] == ["/opt/sglang/venv/bin/python", "-m", "pip", "download"]
+    assert before["pinned_argv"][-1] == "sglang-kernel==0.4.10" and "--no-deps" in before["pinned_argv"]
+    fetched = _pinned(_sgl_kernel_pinned_fetch=FETCHED)
+    assert fetched["pinned_wheel"] == "/var/cache/llmops-sglang/sgl-kernel/pinned/" + PINNED and fetched["pinned_kernels"] == []
+    p = _pinned(_sgl_kernel_pinned_fetch=FETCHED, _sgl_kernel_pinned_verify=PINNED_VERIFY)
+    assert p["use_pinned"] and p["error"] is None and "build_needed" not in p
+    record = p["record"]
+    assert (record["source"], record["built"], record["sha256"], record["wheel_path"]) == ("pinned", False, PINNED_SHA, fetched["pinned_wheel"])
+    assert record["why"] == p["why"] and "installing it instead of building" in p["why"] and "carries sm_120a cubins" in p["why"]
+    assert record["stamp"]["source"] == {"pinned": "sglang-kernel==0.4.10", "why": p["why"]}
+    assert record["controller_path"].endswith("/%s/%s" % (record["key"][:16], PINNED))
+    # every host installs it as it would a built wheel
+    node = install_plan(probe=runtime_probe(local_sha=None), sgl_kernel_build=record)
+    assert node["install"] and node["wheel_install_argv"][-1].endswith(PINNED)
+    # a wheel without what is needed: the source is built, and the record says why
+    built = _pinned(_sgl_kernel_pinned_fetch=FETCHED, _sgl_kernel_pinned_verify=dict(PINNED_VERIFY, missing_archs=["sm_120a"]))
+    assert not built["use_pinned"] and built["record"]["source"] == "built" and "building from source" in built["record"]["why"]
+    # pip that named no wheel (an offline wheelhouse without it): the source is built, unless only the wheel will do
+    offline = {"rc": 1, "stdout": "", "stderr": "ERROR: No matching distribution found for sglang-kernel==0.4.10"}
+    built = _pinned(_sgl_kernel_pinned_fetch=offline, _sgl_kernel_pinned_verify=dict(PINNED_VERIFY, sha256=None, msg="no path"))
+    assert not built["use_pinned"] and built["error"] is None and built["record"]["source"] == "built"
+    assert built["why"] == ("pip download of sglang-kernel==0.4.10 named no wheel (rc 1; ERROR: No matching distribution found "
+                            "for sglang-kernel==0.4.10): building from source")
+    assert "sgl_kernel_source is wheel" in _pinned(_sgl_kernel_pinned_fetch=offline, sgl_kernel_source="wheel")["error"]
+    # a dry run is about the source build: no pinned wheel
+    assert not plan_of(values_for("a_defaults_130", sgl_kernel_dry_run=True))["check_pinned"]

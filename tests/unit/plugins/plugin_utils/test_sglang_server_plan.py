@@ -315,3 +315,25 @@ def test_a_key_that_cannot_travel_as_a_bearer_header_is_refused(inventory, key, 
     assert [p for p in problems if p.startswith("sglang_server_%s must be printable ASCII without spaces (no tab, no-break or "
                                                 "zero-width space" % name)], problems
     assert not any(key in p or "sk-lab" in p for p in problems)
+
+
+def test_the_fp4_check_takes_the_gpus_and_nvcc_the_preflight_found(inventory):
+    """The preflight's real gpu_info and cuda_toolkit_info results (one H200, nvcc 13.0) become the args check's FP4
+    options; without them (no preflight) nothing is checked, and a host without nvcc is told apart from an unknown one."""
+    base = ROOT / "tests" / "fixtures" / "gpu" / "h200x1"
+    gpu, toolkit = (json.loads((base / name).read_text()) for name in ("gpu_info.json", "cuda_toolkit_info.json"))
+    settings, groups, hostvars = inventory
+    assert _plan(inventory, "one")["fp4"] == {"gpu": None, "nvcc": None, "prebuilt": False}
+    found = srv.plan(dict(settings["one"], sglang_server_gpu=gpu, sglang_server_cuda_toolkit=toolkit), "one", groups, hostvars, HOSTS)
+    assert found["fp4"] == {"gpu": "9.0", "nvcc": "13.0", "prebuilt": False}
+    sm120 = dict(gpu, gpus=[dict(g, compute_capability="12.0") for g in gpu["gpus"] * 8])
+    none = srv.plan(dict(settings["one"], sglang_server_gpu=sm120, sglang_server_cuda_toolkit={"installed": False, "release": None},
+                         sglang_server_fp4_modules_prebuilt="true"), "one", groups, hostvars, HOSTS)
+    assert none["fp4"] == {"gpu": "12.0", "nvcc": "none", "prebuilt": True}
+    # the role passes them to the args check, which runs before the unit is installed
+    task = yaml.safe_load((ROLE / "tasks" / "args_check.yml").read_text())[0]["llmops.sglang.sglang_args_check"]
+    assert {k: task[k] for k in ("gpu_capability", "nvcc", "fp4_modules_prebuilt")} == {
+        "gpu_capability": "{{ _sglang_server_plan.fp4.gpu }}", "nvcc": "{{ _sglang_server_plan.fp4.nvcc }}",
+        "fp4_modules_prebuilt": "{{ _sglang_server_plan.fp4.prebuilt }}"}
+    main = [t["ansible.builtin.import_tasks"] for t in yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())]
+    assert main.index("args_check.yml") < main.index("install.yml") < main.index("service.yml")
