@@ -345,8 +345,9 @@ def nvcc_problems(plan, nvcc):
         problem = ("the host has no nvcc" if not nvcc else "the host's nvcc %s is older than %s" % (nvcc, minimum))
         out.append(_problem(None, nvcc or None, "%s, and %s (%s) compile at the first request with nvcc %s or newer"
                             % (problem, where, what, minimum),
-                            "install a CUDA toolkit %s or newer on the server, or build the modules ahead of time into %s"
-                            % (minimum, jit_cache_path(RELEASES[plan["release"]]["flashinfer-python"], "120f", "<module>"))))
+                            "install a CUDA toolkit %s or newer on the server, or build the modules ahead of time with the "
+                            "fp4_kernels role (site.yml: sglang_build_fp4_kernels), which puts them into the venv's "
+                            "flashinfer/data/aot, where FlashInfer loads them without compiling" % minimum))
     return out
 
 

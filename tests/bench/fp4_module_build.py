@@ -49,14 +49,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "collections"))
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.llmops.sglang.plugins.plugin_utils._fp4_kernels_plan import GENERATORS  # noqa: E402  pylint: disable=wrong-import-position
 
 DRIVER = ROOT / "roles" / "fp4_kernels" / "files" / "flashinfer_build.py"
-# module -> FlashInfer generator (the same in flashinfer-python 0.6.14 and 0.7.2; the role's plan holds the table)
-GENERATORS = {
-    "fp4_gemm_cutlass_sm120": "flashinfer.jit.gemm.core:gen_gemm_sm120_module_cutlass_fp4",
-    "fused_moe_120": "flashinfer.jit.fused_moe:gen_cutlass_fused_moe_sm120_module",
-    "fp4_quantization_120f": "flashinfer.jit.fp4_quantization:gen_fp4_quantization_sm120f_module",
-}
 FP4_PATTERN = "fp4|e2m1"
 
 

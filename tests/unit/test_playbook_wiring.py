@@ -28,7 +28,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
-         "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release"]
+         "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "fp4_kernels_quantization",
+         "fp4_kernels_fp4_gemm_backend", "fp4_kernels_moe_runner_backend", "fp4_kernels_extra_args", "fp4_kernels_venv"]
 KEY = "sk-wiring-test-2f8d"
 # What the roles' defaults give in site.yml, where the server and preflight roles are imported (the probe has no roles).
 ROLE_DEFAULTS = {"sglang_server_tp_size": 8, "sglang_server_mem_fraction_static": 0.85, "sglang_server_nodes_group": None,
@@ -49,7 +50,9 @@ HOSTS = {
              "sglang_server_unit": "sglang-a", "sglang_server_model_path": "/models/a", "sglang_server_served_model_name": "a",
              "sglang_server_kv_cache_dtype": "fp8_e4m3", "sglang_server_kv_cache_dtype_waiver": "capacity test OPS-1",
              "sglang_server_tp_size": 16, "sglang_server_nodes_group": "pair", "sglang_server_mem_fraction_static": 0.9,
-             "gpu_preflight_toolkit_archs": ["sm_90a"], "gpu_preflight_cuda_toolkit_min": "12.4"},
+             "gpu_preflight_toolkit_archs": ["sm_90a"], "gpu_preflight_cuda_toolkit_min": "12.4",
+             "sglang_server_fp4_gemm_backend": "flashinfer_cutlass", "sglang_server_moe_runner_backend": None,
+             "sglang_server_extra_args": ["--moe-runner-backend", "marlin"], "sglang_runtime_venv": "/srv/venv"},
     "wildcard6": {"sglang_server_host": "::"},
     "wildcard4": {"sglang_server_host": "0.0.0.0", "sglang_server_api_key": KEY},
     "address": {"sglang_server_host": "10.0.0.11"},
@@ -97,7 +100,9 @@ def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
                              "audit_expected_kv_dtype": "fp8_e4m3", "audit_kv_waiver_reason": "capacity test OPS-1",
                              "gpu_preflight_gpu_count": 8, "gpu_preflight_mem_fraction_static": 0.9,
                              "sgl_kernel_cuda_archs": ["sm_90a"], "sgl_kernel_require_archs": ["sm_90a"],
-                             "sgl_kernel_cuda_min_release": "12.4"}
+                             "sgl_kernel_cuda_min_release": "12.4", "fp4_kernels_quantization": "modelopt_fp4",
+                             "fp4_kernels_fp4_gemm_backend": "flashinfer_cutlass", "fp4_kernels_moe_runner_backend": None,
+                             "fp4_kernels_extra_args": ["--moe-runner-backend", "marlin"], "fp4_kernels_venv": "/srv/venv"}
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"]["benchmark_api_key"] == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"]["benchmark_api_key"] is None
 
@@ -111,6 +116,14 @@ def test_the_server_s_kv_waiver_is_the_guard_s_and_its_gpus_the_preflight_s(wire
     assert wired["unset"]["gpu_preflight_mem_fraction_static"] == 0.85
     assert wired["unset"]["sgl_kernel_cuda_archs"] == wired["unset"]["sgl_kernel_require_archs"] == ["sm_120a"]
     assert wired["unset"]["sgl_kernel_cuda_min_release"] == "12.8"
+
+
+def test_the_server_s_fp4_backends_decide_the_fp4_modules(wired):
+    """fp4_kernels builds the FlashInfer modules of the backends the server's unit runs, into the runtime's venv."""
+    unset = dict((k, v) for k, v in wired["unset"].items() if k.startswith("fp4_kernels_"))
+    assert unset == {"fp4_kernels_quantization": "modelopt_fp4", "fp4_kernels_fp4_gemm_backend": "flashinfer_cudnn",
+                     "fp4_kernels_moe_runner_backend": "flashinfer_cutlass", "fp4_kernels_extra_args": [],
+                     "fp4_kernels_venv": "/opt/sglang/venv"}
 
 
 def test_no_inventory_sets_a_wired_variable():
