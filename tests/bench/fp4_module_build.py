@@ -9,8 +9,8 @@ toolkit, it runs roles/fp4_kernels/files/flashinfer_build.py (what the fp4_kerne
 FlashInfer's own generator, then ``spec.build()``, i.e. ninja + nvcc), from a cold FlashInfer workspace, with
 FLASHINFER_CUDA_ARCH_LIST=12.0a (``--arch-list``) and MAX_JOBS = the cores (``--jobs``). Then it reads the built
 ``.so`` with the collection's cuda_binary reader (the functions behind ``cuda_binary_info require_kernels``) and
-requires kernels matching ``fp4|e2m1`` in cubins for sm_120a. Prints one JSON object: seconds, cores, jobs, load
-average before and after, nvcc and flashinfer versions, .so bytes and sha256, cubins per arch, kernels, FP4 kernels
+requires kernels matching ``fp4|e2m1`` in cubins for sm_120a. Prints one JSON object: seconds (wall and CPU), cores,
+jobs, load average before and after, nvcc and flashinfer versions, .so bytes and sha256, cubins per arch, kernels, FP4 kernels
 (and a few of their names). docs/evidence/flashinfer-fp4-module-build.md records runs.
 
 Offline: ``--wheel-dir DIR`` makes the venv (WORK/venv) with ``pip install --no-index --no-deps DIR/*.whl``: put into
@@ -40,6 +40,7 @@ import glob
 import json
 import os
 import pathlib
+import resource
 import shutil
 import subprocess
 import sys
@@ -186,17 +187,22 @@ def main():
         env["FLASHINFER_EXTRA_LDFLAGS"] = " ".join("-L" + d for d in link_dirs)
     request = {"out": str(out), "modules": [{"name": args.module, "generator": GENERATORS[args.module]}]}
     load_before = os.getloadavg()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     proc = subprocess.run([python, str(DRIVER), json.dumps(request)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, env=env, check=False)
     seconds = time.time() - started
     load_after = os.getloadavg()
+    # CPU time of the build's processes (nvcc, cicc, ptxas, the host compiler): what a shared machine's load does not change
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     try:
         built = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         built = {"error": "the build printed no JSON: %s" % proc.stderr[-3000:]}
     report = {
-        "module": args.module, "arch_list": args.arch_list, "seconds": round(seconds, 1), "cores": len(os.sched_getaffinity(0)),
+        "module": args.module, "arch_list": args.arch_list, "seconds": round(seconds, 1), "cpu_seconds": round(cpu_seconds, 1),
+        "cores": len(os.sched_getaffinity(0)),
         "cpu_count": os.cpu_count(), "jobs": args.jobs, "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in load_after], "nvcc": nvcc_version, "cuda_home": str(cuda), "link_made": link_made,
         "python": sys.version.split()[0], "wheels": wheels,
