@@ -30,7 +30,8 @@ PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml", "preflight.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "gpu_preflight_sglang_release",
-         "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",
+         "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",, "fp4_kernels_quantization",
+         "fp4_kernels_fp4_gemm_backend", "fp4_kernels_moe_runner_backend", "fp4_kernels_extra_args", "fp4_kernels_venv"]
          "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args"]
 # What audit.yml hands the audit role through the role's own defaults, not the wiring.
 AUDIT_WIRED = [name for name in WIRED if name.startswith("audit_")]
@@ -42,6 +43,8 @@ ROLE_DEFAULTS = {"sglang_server_tp_size": 8, "sglang_server_mem_fraction_static"
                  "sglang_server_moe_runner_backend": "flashinfer_cutlass",
                  "sglang_runtime_packages": [{"name": "sglang-kernel", "version": "0.4.10"}, {"name": "sglang", "version": "0.5.23"}]}
 REFERENCE_FP4 = ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
+# The ipv6 host's FP4 launch as the wiring builds it: its own GEMM backend, its MoE backend unset (None)
+LAUNCH = REFERENCE_FP4[:3] + ["flashinfer_cutlass", "--moe-runner-backend", None]
 
 
 def _load(path):
@@ -58,8 +61,10 @@ HOSTS = {
              "sglang_server_unit": "sglang-a", "sglang_server_model_path": "/models/a", "sglang_server_served_model_name": "a",
              "sglang_server_kv_cache_dtype": "fp8_e4m3", "sglang_server_kv_cache_dtype_waiver": "capacity test OPS-1",
              "sglang_server_tp_size": 16, "sglang_server_nodes_group": "pair", "sglang_server_mem_fraction_static": 0.9,
-             "gpu_preflight_toolkit_archs": ["sm_90a"], "gpu_preflight_cuda_toolkit_min": "12.4", "sglang_fp4_modules_prebuilt": True,
-             "sglang_server_fp4_gemm_backend": None},
+             "gpu_preflight_toolkit_archs": ["sm_90a"], "gpu_preflight_cuda_toolkit_min": "12.4",
+             "sglang_fp4_modules_prebuilt": True,
+             "sglang_server_fp4_gemm_backend": "flashinfer_cutlass", "sglang_server_moe_runner_backend": None,
+             "sglang_server_extra_args": ["--moe-runner-backend", "marlin"], "sglang_runtime_venv": "/srv/venv"},
     "wildcard6": {"sglang_server_host": "::"},
     "wildcard4": {"sglang_server_host": "0.0.0.0", "sglang_server_api_key": KEY},
     "address": {"sglang_server_host": "10.0.0.11", "sglang_runtime_packages": [{"name": "packaging", "version": "25.0"}]},
@@ -135,10 +140,11 @@ def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
                              "gpu_preflight_gpu_count": 8, "gpu_preflight_mem_fraction_static": 0.9,
                              "sgl_kernel_cuda_archs": ["sm_90a"], "sgl_kernel_require_archs": ["sm_90a"],
                              "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
-                             "gpu_preflight_launch_args": REFERENCE_FP4[:3] + [None] + REFERENCE_FP4[4:],
-                             "gpu_preflight_fp4_modules_prebuilt": True, "sglang_server_fp4_modules_prebuilt": True,
-                             "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
-                             "sgl_kernel_fp4_launch_args": REFERENCE_FP4[:3] + [None] + REFERENCE_FP4[4:]})
+                             "gpu_preflight_launch_args": LAUNCH, "gpu_preflight_fp4_modules_prebuilt": True,
+                             "sglang_server_fp4_modules_prebuilt": True, "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
+                             "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_quantization": "modelopt_fp4",
+                             "fp4_kernels_fp4_gemm_backend": "flashinfer_cutlass", "fp4_kernels_moe_runner_backend": None,
+                             "fp4_kernels_extra_args": ["--moe-runner-backend", "marlin"], "fp4_kernels_venv": "/srv/venv"})
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"].get("benchmark_api_key", KEY) == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"].get("benchmark_api_key") is None
 
@@ -169,6 +175,14 @@ def test_the_planned_fp4_launch_reaches_the_preflight_and_the_server_check(wired
     assert wired["address"]["gpu_preflight_sglang_release"] is None
     # the probe play runs no preflight: the server role then checks no GPU and no nvcc
     assert unset["sglang_server_gpu"] is unset["sglang_server_cuda_toolkit"] is None
+
+
+def test_the_server_s_fp4_backends_decide_the_fp4_modules(wired):
+    """fp4_kernels builds the FlashInfer modules of the backends the server's unit runs, into the runtime's venv."""
+    unset = dict((k, v) for k, v in wired["unset"].items() if k.startswith("fp4_kernels_"))
+    assert unset == {"fp4_kernels_quantization": "modelopt_fp4", "fp4_kernels_fp4_gemm_backend": "flashinfer_cudnn",
+                     "fp4_kernels_moe_runner_backend": "flashinfer_cutlass", "fp4_kernels_extra_args": [],
+                     "fp4_kernels_venv": "/opt/sglang/venv"}
 
 
 def test_no_inventory_sets_a_wired_variable():

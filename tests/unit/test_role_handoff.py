@@ -23,6 +23,7 @@ ROLES = {
     "gpu_preflight": "_gpu_preflight_plan",
     "sglang_runtime": "_sglang_runtime_plan",
     "sgl_kernel": "_sgl_kernel_plan",
+    "fp4_kernels": "_fp4_kernels_plan",
     "sglang_server": "_sglang_server_plan",
     "router": "_router_plan",
     "audit": "_audit_checks",
