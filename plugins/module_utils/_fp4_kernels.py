@@ -380,7 +380,8 @@ def nvcc_problems(plan, nvcc, prebuilt=False):
         fix = "install a CUDA toolkit %s or newer (nvcc %s) on the server" % (minimum, minimum)
         if any(row["provider"] == "flashinfer-jit" for row in users):
             fix += (", or build the FP4 modules ahead of time with the fp4_kernels role (site.yml: sglang_build_fp4_kernels: "
-                    "true), which puts them into the venv's flashinfer/data/aot, where FlashInfer loads them without compiling")
+                    "true; modules built another way: sglang_fp4_modules_prebuilt: true), which puts them into the venv's "
+                    "flashinfer/data/aot, where FlashInfer loads them without compiling")
         out.append(_problem(None, nvcc or None, "%s, and %s (%s) compile at the first request with nvcc %s or newer"
                             % (problem, _jit_what(users), ", ".join(row["entry"] for row in users), minimum), fix))
     return out

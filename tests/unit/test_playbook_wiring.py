@@ -30,9 +30,9 @@ PLAYBOOKS = ["site.yml", "audit.yml", "benchmark.yml", "preflight.yml"]
 WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchmark_url", "benchmark_api_key", "benchmark_model",
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "gpu_preflight_sglang_release",
-         "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",, "fp4_kernels_quantization",
-         "fp4_kernels_fp4_gemm_backend", "fp4_kernels_moe_runner_backend", "fp4_kernels_extra_args", "fp4_kernels_venv"]
-         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args"]
+         "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",
+         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args", "fp4_kernels_quantization", "fp4_kernels_fp4_gemm_backend",
+         "fp4_kernels_moe_runner_backend", "fp4_kernels_extra_args", "fp4_kernels_venv"]
 # What audit.yml hands the audit role through the role's own defaults, not the wiring.
 AUDIT_WIRED = [name for name in WIRED if name.startswith("audit_")]
 KEY = "sk-wiring-test-2f8d"
@@ -166,6 +166,8 @@ def test_the_server_s_kv_waiver_is_the_guard_s_and_its_gpus_the_preflight_s(wire
 def test_the_planned_fp4_launch_reaches_the_preflight_and_the_server_check(wired):
     """The preflight checks the server's FP4 backends for the pinned SGLang; both roles hear whether the FP4 modules
     were built ahead of time (default no)."""
+    if "gpu_preflight_launch_args" not in wired.names:
+        pytest.skip("audit.yml wires no FP4 launch (its play runs neither the preflight nor the server role)")
     unset = wired["unset"]
     assert (unset["gpu_preflight_sglang_release"], unset["gpu_preflight_launch_args"]) == ("0.5.23", REFERENCE_FP4)
     # the same backends decide whether the sgl-kernel wheel SGLang pins serves
@@ -179,6 +181,8 @@ def test_the_planned_fp4_launch_reaches_the_preflight_and_the_server_check(wired
 
 def test_the_server_s_fp4_backends_decide_the_fp4_modules(wired):
     """fp4_kernels builds the FlashInfer modules of the backends the server's unit runs, into the runtime's venv."""
+    if "fp4_kernels_venv" not in wired.names:
+        pytest.skip("audit.yml wires nothing for fp4_kernels (its play does not run it)")
     unset = dict((k, v) for k, v in wired["unset"].items() if k.startswith("fp4_kernels_"))
     assert unset == {"fp4_kernels_quantization": "modelopt_fp4", "fp4_kernels_fp4_gemm_backend": "flashinfer_cudnn",
                      "fp4_kernels_moe_runner_backend": "flashinfer_cutlass", "fp4_kernels_extra_args": [],
@@ -299,3 +303,6 @@ def test_the_preflight_alone_takes_the_server_s_defaults(tmp_path):
     unset = _render(tmp_path, "preflight.yml", WIRED, inventory)["unset"]
     assert unset["gpu_preflight_gpu_count"] == server["sglang_server_tp_size"]
     assert unset["gpu_preflight_mem_fraction_static"] == server["sglang_server_mem_fraction_static"]
+    assert unset["gpu_preflight_launch_args"] == ["--quantization", server["sglang_server_quantization"],
+                                                  "--fp4-gemm-backend", server["sglang_server_fp4_gemm_backend"],
+                                                  "--moe-runner-backend", server["sglang_server_moe_runner_backend"]]
