@@ -61,18 +61,20 @@ HOSTS = {
 def wired_all(tmp_path_factory):
     """What the audit and the benchmark get from each playbook's first play, per playbook and host: the plays rendered by
     one ansible-playbook run (each start costs seconds of CPU), each with its own vars and vars_files, its roles and
-    tasks replaced by one that shows the values (a debug task: no module process per host), read from the json callback."""
+    tasks replaced by one that writes the values."""
     tmp = tmp_path_factory.mktemp("wiring")
     values = "{%s}" % ", ".join("'%s': %s | default('unwired')" % (k, k) for k in WIRED)
     probes = []
     for name in PLAYBOOKS:
         play = _load(ROOT / "playbooks" / name)[0]
+        (tmp / name).mkdir()
         probes.append({
             "hosts": play["hosts"],
             "gather_facts": False,
             "vars": play.get("vars") or {},
             "vars_files": [str(ROOT / "playbooks" / f) for f in play.get("vars_files") or []],
-            "tasks": [{"ansible.builtin.debug": {"msg": "{{ %s | to_json }}" % values}}],
+            "tasks": [{"ansible.builtin.copy": {"dest": str(tmp / name) + "/{{ inventory_hostname }}.json", "mode": "0600",
+                                                "content": "{{ %s | to_json }}" % values}}],
         })
     (tmp / "play.yml").write_text(yaml.safe_dump(probes))
     hosts = {h: dict(ROLE_DEFAULTS, **v, ansible_connection="local", ansible_python_interpreter=sys.executable)
@@ -80,12 +82,11 @@ def wired_all(tmp_path_factory):
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts},
                                                                             "pair": {"hosts": {"ipv6": {}, "wildcard6": {}}}}}}))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.yml"),
                            str(tmp / "play.yml")], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    plays = json.loads(proc.stdout)["plays"]
-    return {name: {h: json.loads(play["tasks"][0]["hosts"][h]["msg"]) for h in HOSTS} for name, play in zip(PLAYBOOKS, plays)}
+    return {name: {h: json.loads((tmp / name / ("%s.json" % h)).read_text()) for h in HOSTS} for name in PLAYBOOKS}
 
 
 @pytest.fixture(scope="module", params=PLAYBOOKS)
