@@ -57,26 +57,22 @@ HOSTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def wired_all(tmp_path_factory):
-    """What the audit and the benchmark get from each playbook's first play, per playbook and host: the plays rendered by
-    one ansible-playbook run (each start costs seconds of CPU), each with its own vars and vars_files, its roles and
-    tasks replaced by one that writes the values."""
+@pytest.fixture(scope="module", params=PLAYBOOKS)
+def wired(request, tmp_path_factory):
+    """What the audit and the benchmark get from the playbook's first play, per host: the play rendered by
+    ansible-playbook with its own vars and vars_files, its roles and tasks replaced by one that writes the values."""
     tmp = tmp_path_factory.mktemp("wiring")
+    play = _load(ROOT / "playbooks" / request.param)[0]
     values = "{%s}" % ", ".join("'%s': %s | default('unwired')" % (k, k) for k in WIRED)
-    probes = []
-    for name in PLAYBOOKS:
-        play = _load(ROOT / "playbooks" / name)[0]
-        (tmp / name).mkdir()
-        probes.append({
-            "hosts": play["hosts"],
-            "gather_facts": False,
-            "vars": play.get("vars") or {},
-            "vars_files": [str(ROOT / "playbooks" / f) for f in play.get("vars_files") or []],
-            "tasks": [{"ansible.builtin.copy": {"dest": str(tmp / name) + "/{{ inventory_hostname }}.json", "mode": "0600",
-                                                "content": "{{ %s | to_json }}" % values}}],
-        })
-    (tmp / "play.yml").write_text(yaml.safe_dump(probes))
+    probe = {
+        "hosts": play["hosts"],
+        "gather_facts": False,
+        "vars": play.get("vars") or {},
+        "vars_files": [str(ROOT / "playbooks" / f) for f in play.get("vars_files") or []],
+        "tasks": [{"ansible.builtin.copy": {"dest": str(tmp) + "/{{ inventory_hostname }}.json", "mode": "0600",
+                                            "content": "{{ %s | to_json }}" % values}}],
+    }
+    (tmp / "play.yml").write_text(yaml.safe_dump([probe]))
     hosts = {h: dict(ROLE_DEFAULTS, **v, ansible_connection="local", ansible_python_interpreter=sys.executable)
              for h, v in HOSTS.items()}
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts},
@@ -86,13 +82,7 @@ def wired_all(tmp_path_factory):
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.yml"),
                            str(tmp / "play.yml")], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {name: {h: json.loads((tmp / name / ("%s.json" % h)).read_text()) for h in HOSTS} for name in PLAYBOOKS}
-
-
-@pytest.fixture(scope="module", params=PLAYBOOKS)
-def wired(request, wired_all):
-    """The values of one playbook's first play, per host."""
-    return wired_all[request.param]
+    return {h: json.loads((tmp / ("%s.json" % h)).read_text()) for h in HOSTS}
 
 
 def test_an_ipv6_bind_gives_a_url_that_parses(wired):
