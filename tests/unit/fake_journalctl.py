@@ -18,6 +18,7 @@ FAKE_JOURNAL_LOG, so a test sees every byte each poll was served.
 
 import json
 import os
+import re
 import sys
 
 CHUNK = 1 << 20
@@ -25,6 +26,7 @@ LINE_MAX = 49152
 BOOT_ID = "bb6cb0ca772248b484ed6538203c8dcb"
 SEQNUM_ID = "ca6d70663e1c42e5bfdaabbe0610219e"
 STREAM_ID = "27313ca6d0a34dbfac7fc04d4c9c7350"
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # C0 controls but tab and newline, DEL, C1 controls
 ALWAYS = ("__CURSOR", "__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_BOOT_ID")
 
 
@@ -34,7 +36,7 @@ def printable(data):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if any((ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F for c in text):
+    if UNPRINTABLE.search(text):
         return None
     return text
 

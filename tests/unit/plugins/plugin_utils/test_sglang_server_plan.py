@@ -164,16 +164,21 @@ def test_vars_hand_over_exactly_the_settings_and_results_python_reads():
     assert [n for n in names if n.startswith("sglang_server_") and n not in specs] == []
 
 
-def _sglang(sglang_python, code):
+@pytest.fixture(scope="module")
+def sglang_facts(sglang_python):
+    """What SGLang 0.5.23 itself says, from one start of its interpreter (each costs seconds of torch imports): its
+    server's options with their choices, and the names of its environment settings."""
+    code = ("import argparse, json\nimport sglang.srt.environ as e\nfrom sglang.srt.server_args import ServerArgs\n"
+            "p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p)\n"
+            "print(json.dumps({'options': {o: a.choices and list(a.choices) for a in p._actions for o in a.option_strings},\n"
+            "                  'environ': [n for n in dir(e.Envs) if n.isupper()]}))")
     out = subprocess.run([sglang_python, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_flags_are_sglangs_own(sglang_python, inventory):
+def test_flags_are_sglangs_own(sglang_facts, inventory):
     """Every flag the plan writes and every managed flag (or the abbreviation argparse resolves) is SGLang 0.5.23's."""
-    real = _sglang(sglang_python, "import argparse, json\nfrom sglang.srt.server_args import ServerArgs\n"
-                   "p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p)\n"
-                   "print(json.dumps({o: a.choices and list(a.choices) for a in p._actions for o in a.option_strings}))")
+    real = sglang_facts["options"]
     plans = [_plan(inventory, host) for host in HOSTS]
     # The flags the role writes (the extra args are the user's).
     plan_flags = {w for p in plans for w in p["argv"][:len(p["argv"]) - len(inventory[0][p["nodes"][0]]["sglang_server_extra_args"])]
@@ -184,9 +189,8 @@ def test_flags_are_sglangs_own(sglang_python, inventory):
     assert set(srv.MAMBA_STRATEGIES) <= set(real["--mamba-radix-cache-strategy"])
 
 
-def test_every_sglang_setting_reaches_the_server_and_the_secret_ones_privately(sglang_python, inventory):
-    names = _sglang(sglang_python, "import json, sglang.srt.environ as e\n"
-                    "print(json.dumps([n for n in dir(e.Envs) if n.isupper()]))")
+def test_every_sglang_setting_reaches_the_server_and_the_secret_ones_privately(sglang_facts, inventory):
+    names = sglang_facts["environ"]
     assert len(names) > 100
     settings, groups, hostvars = inventory
     plan = srv.plan(dict(settings["one"], sglang_server_environment=dict((n, "1") for n in names)), "one", groups, hostvars,

@@ -751,15 +751,22 @@ PLANS = {"default": {}, "finds": {"PROBE_LIMIT_PER_MIB": -1, "REGEX_PASS_COST": 
          "regexes": {"PROBE_LIMIT_PER_MIB": -1, "FIND_PASS_COST": 10 ** 6}}
 
 
-@pytest.mark.parametrize("plan", sorted(PLANS))
-def test_fast_paths_equal_the_plain_parse(plan, fixtures_dir, tmp_path, monkeypatch):
-    # the scan plan (rare bytes probed per line, whole searches) and the frame shortcut change nothing against testing
-    # every line for every literal and parsing every handed-on line in full: facts, findings, evidence lines, stats
-    logs = sorted((fixtures_dir / "real-sglang").glob("*.log")) + sorted((fixtures_dir / LOGS).glob("*.log"))
+@pytest.fixture(scope="module")
+def plain_parses(tmp_path_factory):
+    """The inputs and their plain parses, the same for every plan (one plain parse costs more than all fast ones)."""
+    logs = sorted((FIXTURES / "real-sglang").glob("*.log")) + sorted((FIXTURES / LOGS).glob("*.log"))
     inputs = [(path, data) for path in logs for data in (path.read_bytes(), _with_noise(path.read_bytes(), every=5))]
     inputs += [("tricky traceback", TRICKY_TRACEBACK), ("tricky traceback in a log", logs[0].read_bytes() + TRICKY_TRACEBACK * 3)]
-    bench = _bench_log(tmp_path / "bench.log", 6 << 20)
+    bench = _bench_log(tmp_path_factory.mktemp("bench") / "bench.log", 6 << 20)
     plain = [_plain(audit_bytes, data) for dummy, data in inputs] + [_plain(audit_path, str(bench))]
+    return logs, inputs, bench, plain
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_fast_paths_equal_the_plain_parse(plan, plain_parses, monkeypatch):
+    # the scan plan (rare bytes probed per line, whole searches) and the frame shortcut change nothing against testing
+    # every line for every literal and parsing every handed-on line in full: facts, findings, evidence lines, stats
+    logs, inputs, bench, plain = plain_parses
     for name, value in PLANS[plan].items():
         monkeypatch.setattr(_scan, name, value)
     fast = [audit_bytes(data) for dummy, data in inputs] + [audit_path(str(bench))]
