@@ -60,6 +60,7 @@ def sm120_arch(spelling="nvcc"):
     arch = SM120_TARGET["arch"] + SM120_TARGET["suffix"]
     return "sm_" + arch if spelling == "nvcc" else arch
 
+
 # What each SGLang release pins (its METADATA Requires-Dist)
 RELEASES = {
     "0.5.16": {"flashinfer-python": "0.6.14", "sglang-kernel": "0.4.5", "nvidia-cutlass-dsl": "4.6.0", "torch": "2.11.0"},

@@ -168,9 +168,9 @@ def toolkit_error(toolkit, version, names):
     need = max((_fp4_kernels.FLASHINFER[version]["modules"][m]["nvcc"] for m in names), key=_version)
     if release and _version(release) and _version(release) >= _version(need):
         return None
+    found = "nvcc %s" % release if release else "no nvcc was found"
     return ("fp4_kernels: %s; the FlashInfer %s modules %s need nvcc %s or newer. Install CUDA %s or newer on the build host "
-            "(13.0 for torch cu130) and set fp4_kernels_cuda_home." % ("nvcc %s" % release if release else "no nvcc was found",
-                                                                        version, ", ".join(names), need, need))
+            "(13.0 for torch cu130) and set fp4_kernels_cuda_home." % (found, version, ", ".join(names), need, need))
 
 
 def _json(result, what):
@@ -274,8 +274,8 @@ def plan(s, results, run):
         probe = _json(probe_result, "build venv probe")
         if probe.get("flashinfer-python") != version and not p["check_mode"]:
             raise Fp4PlanError("fp4_kernels: the build venv %s has flashinfer-python %s, not %s (what SGLang %s pins); remove the "
-                               "venv or fix fp4_kernels_build_requirements" % (s["build_venv"], probe.get("flashinfer-python"), version,
-                                                                                s["sglang_release"]))
+                               "venv or fix fp4_kernels_build_requirements"
+                               % (s["build_venv"], probe.get("flashinfer-python"), version, s["sglang_release"]))
         inputs = key_inputs(version, toolkit, probe, p["arch_list"], names)
         key = cache_key(inputs)
         stamp = read_stamp(registered(results, "_fp4_kernels_stamp"))
@@ -284,10 +284,10 @@ def plan(s, results, run):
                  jobs=int(s["build_jobs"]) if s["build_jobs"] is not None else int(probe.get("cores") or 1))
         p["build_needed"] = bool(s["force_rebuild"]) or not same
         p["build"] = p["build_needed"] and not p["check_mode"]
-        p["cache_message"] = ("fp4_kernels: %s (key %s, modules %s, arch list %s, FlashInfer %s, nvcc %s)" % (
-            "forced rebuild" if s["force_rebuild"] else ("the stamp matches: no build" if same else
-                                                        ("no stamp yet: build" if not stamp else "the key changed: build")),
-            key[:16], ", ".join(names), p["arch_list"], version, toolkit.get("release")))
+        why = ("forced rebuild" if s["force_rebuild"] else "the stamp matches: no build" if same
+               else "no stamp yet: build" if not stamp else "the key changed: build")
+        p["cache_message"] = ("fp4_kernels: %s (key %s, modules %s, arch list %s, FlashInfer %s, nvcc %s)"
+                              % (why, key[:16], ", ".join(names), p["arch_list"], version, toolkit.get("release")))
         p["env"] = build_env(s, p["arch_list"], p["jobs"])
         p["request"] = json.dumps({"out": p["staging"], "modules": [{"name": m, "generator": GENERATORS[m]} for m in names]})
         p["paths"] = dict((m, posixpath.join(p["staging"], m, m + ".so")) for m in names)
@@ -320,9 +320,9 @@ def plan(s, results, run):
         p["archive_error"] = None if p["check_mode"] or (stamp and stamp.get("sha256") == sha) else (
             "fp4_kernels: %s has sha256 %s, the stamp says %s: remove the stamp %s and run again to rebuild"
             % (p["archive"], sha, (stamp or {}).get("sha256"), p["stamp_path"]))
-        p["record"] = None if p["check_mode"] else {"key": p["key"], "sha256": sha, "archive": p["archive"], "modules": names, "flashinfer": version,
-                       "arch_list": p["arch_list"], "controller_path": posixpath.join(s["controller_dir"], p["key"][:16],
-                                                                                          posixpath.basename(p["archive"]))}
+        controller_path = posixpath.join(s["controller_dir"], p["key"][:16], posixpath.basename(p["archive"]))
+        p["record"] = None if p["check_mode"] else {"key": p["key"], "sha256": sha, "archive": p["archive"], "modules": names,
+                                                    "flashinfer": version, "arch_list": p["arch_list"], "controller_path": controller_path}
     controller = registered(results, "_fp4_kernels_controller")
     record = registered(results, "fp4_kernels_build")
     if ran(controller) and isinstance(record, dict):

@@ -87,7 +87,7 @@ def _render(tmp, playbook, names, inventory, check=False):
         "vars_files": [str(ROOT / "playbooks" / f) for f in play.get("vars_files") or []],
         "tasks": roles + [{"ansible.builtin.copy": {"dest": str(tmp) + "/{{ inventory_hostname }}.json", "mode": "0600",
                                                     "content": "{{ %s | to_json }}" % values},
-                                         "check_mode": False}],
+                           "check_mode": False}],
     }
     (tmp / "play.yml").write_text(yaml.safe_dump([probe]))
     (tmp / "inventory.yml").write_text(yaml.safe_dump(inventory))
@@ -133,18 +133,19 @@ def test_an_ipv6_bind_gives_a_url_that_parses(wired):
 
 
 def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
-    assert wired["ipv6"] == wired.only({"audit_unit": "sglang-a", "audit_url": "http://[fd00::11]:30001", "audit_api_key": KEY,
-                             "audit_checkpoint": "/models/a", "benchmark_url": "http://[fd00::11]:30001",
-                             "benchmark_api_key": KEY, "benchmark_model": "a",
-                             "audit_expected_kv_dtype": "fp8_e4m3", "audit_kv_waiver_reason": "capacity test OPS-1",
-                             "gpu_preflight_gpu_count": 8, "gpu_preflight_mem_fraction_static": 0.9,
-                             "sgl_kernel_cuda_archs": ["sm_90a"], "sgl_kernel_require_archs": ["sm_90a"],
-                             "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
-                             "gpu_preflight_launch_args": LAUNCH, "gpu_preflight_fp4_modules_prebuilt": True,
-                             "sglang_server_fp4_modules_prebuilt": True, "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
-                             "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_quantization": "modelopt_fp4",
-                             "fp4_kernels_fp4_gemm_backend": "flashinfer_cutlass", "fp4_kernels_moe_runner_backend": None,
-                             "fp4_kernels_extra_args": ["--moe-runner-backend", "marlin"], "fp4_kernels_venv": "/srv/venv"})
+    expected = {"audit_unit": "sglang-a", "audit_url": "http://[fd00::11]:30001", "audit_api_key": KEY,
+                "audit_checkpoint": "/models/a", "benchmark_url": "http://[fd00::11]:30001",
+                "benchmark_api_key": KEY, "benchmark_model": "a",
+                "audit_expected_kv_dtype": "fp8_e4m3", "audit_kv_waiver_reason": "capacity test OPS-1",
+                "gpu_preflight_gpu_count": 8, "gpu_preflight_mem_fraction_static": 0.9,
+                "sgl_kernel_cuda_archs": ["sm_90a"], "sgl_kernel_require_archs": ["sm_90a"],
+                "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
+                "gpu_preflight_launch_args": LAUNCH, "gpu_preflight_fp4_modules_prebuilt": True,
+                "sglang_server_fp4_modules_prebuilt": True, "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
+                "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_quantization": "modelopt_fp4",
+                "fp4_kernels_fp4_gemm_backend": "flashinfer_cutlass", "fp4_kernels_moe_runner_backend": None,
+                "fp4_kernels_extra_args": ["--moe-runner-backend", "marlin"], "fp4_kernels_venv": "/srv/venv"}
+    assert wired["ipv6"] == wired.only(expected)
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"].get("benchmark_api_key", KEY) == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"].get("benchmark_api_key") is None
 

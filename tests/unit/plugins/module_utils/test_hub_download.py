@@ -197,4 +197,3 @@ def test_the_module_gives_the_token_only_in_the_environment_and_fails_a_stall(cl
 def test_bad_options_are_named(tmp_path, capsys, option, value, message):
     res = run_module({"cli": "/bin/false", "repo": "a/b", "revision": "r", "local_dir": str(tmp_path), option: value}, capsys)
     assert res["failed"] and res["msg"] == message
-

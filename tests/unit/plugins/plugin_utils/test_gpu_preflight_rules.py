@@ -503,6 +503,8 @@ def test_a_hold_that_cannot_be_made_says_why(h200):
         _hold(passed, {"pkg_mgr": "zypper", "packages": {"nvidia-driver-G06": []}})
     with pytest.raises(PreflightError, match="no NVIDIA driver package is installed.*a .run install"):
         _hold(passed, {"pkg_mgr": "apt", "packages": {"bash": []}})
+
+
 # The reference unit (roles/sglang_server/defaults/main.yml): NVFP4, cuDNN GEMM, FlashInfer CUTLASS MoE
 REFERENCE_FP4 = ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
 

@@ -574,7 +574,6 @@ def test_the_stamp_records_the_dry_runs_plan_for_the_next_estimate():
     assert sk.duration_seconds("0:12:01.5") == 721.5 and sk.duration_seconds(30) == 30.0 and sk.duration_seconds("x") is None
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Build or install: the FP4 table decides what the wheel must carry, the pinned wheel's kernels whether it does
 
