@@ -92,7 +92,7 @@ def _role_uses(node, inherited=()):
 
 def test_every_role_in_site_yml_carries_its_phase_tag():
     uses = list(_role_uses(yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text(encoding="utf-8"))))
-    roles = {name.rsplit(".", 1)[1] for name, _, _ in uses}
+    roles = {use[0].rsplit(".", 1)[1] for use in uses}
     assert roles == set(PHASES.values())
     by_role = {role: phase for phase, role in PHASES.items()}
     for name, tags, inside in uses:
@@ -119,7 +119,7 @@ def test_the_preflight_playbook_is_the_preflight_phase_of_site_yml():
     tagged = [m[:2] for m in task.findall(_listed("playbooks/site.yml", "--list-tasks", "--tags", "preflight"))
               if "preflight" in m[2].split(", ")]
     assert alone and alone == tagged
-    assert {role for role, _ in alone} == {"llmops.sglang.gpu_preflight"}
+    assert {task[0] for task in alone} == {"llmops.sglang.gpu_preflight"}
 
 
 def test_the_example_inventory_sets_every_switch_site_yml_reads():

@@ -37,7 +37,7 @@ def build(request):
 
     answer = {"flashinfer": version, "arch_list": os.environ.get("FLASHINFER_CUDA_ARCH_LIST"), "modules": []}
     for item in request["modules"]:
-        package, _, function = item["generator"].partition(":")
+        package, function = item["generator"].split(":", 1)
         started = time.time()
         spec = getattr(importlib.import_module(package), function)()
         if spec.name != item["name"]:

@@ -136,7 +136,7 @@ def test_every_source_passes_promtool(real, fixtures_dir):
     preflight = evaluate(*(json.loads((base / n).read_text()) for n in ("gpu_info.json", "cuda_toolkit_info.json")))
     for source, result in (("kv_guard", guard), ("gpu_preflight", preflight), ("canary", real("trap-bf16")["canary_drift"])):
         run = subprocess.run(["promtool", "check", "metrics"], input=vm.text(source, result, {"unit": "sglang-qwen"}).encode(),
-                             capture_output=True, timeout=60)
+                             capture_output=True, timeout=60, check=False)
         assert run.returncode == 0, (source, run.stdout + run.stderr)
 
 
