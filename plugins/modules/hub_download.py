@@ -158,7 +158,8 @@ def main():
     result = run_download(argv, p["local_dir"], env, p["stall_timeout"], p["sample_interval"])
     msg = result.pop("msg")
     if result["rc"] != 0:
-        module.fail_json(**dict(result, msg=msg, changed=True, cmd=argv))
+        # msg is popped above; pylint reads run_download's literal, which still has it
+        module.fail_json(msg=msg, changed=True, cmd=argv, **result)  # pylint: disable=repeated-keyword
     module.exit_json(changed=True, cmd=argv, **result)
 
 

@@ -18,7 +18,8 @@ import sglang_source
 from sim_harness import LocalServer, RouterFleet
 
 try:
-    import ansible.module_utils.testing  # noqa: F401  pylint: disable=unused-import  (ansible-core 2.19+)
+    # ansible-core 2.19 and newer
+    import ansible.module_utils.testing  # noqa: F401  pylint: disable=unused-import
 except ImportError:
     # The oldest supported ansible-core (2.18, `make units-oldest`) has no ansible.module_utils.testing; its
     # patch_module_args is what 2.18's own unit tests did: the module's arguments as basic._ANSIBLE_ARGS.
