@@ -75,7 +75,7 @@ def test_readiness_reads_the_unit_and_its_journal_through_the_stand_in(unit, tmp
     bindir = run.stand_in_bin(str(tmp_path / "bin"), str(units))
     polls = []
 
-    def http(url, timeout):
+    def http(url, timeout, tls=None):
         polls.append(url)
         return (200, None) if len(polls) > 1 else (None, "connection refused")
 
