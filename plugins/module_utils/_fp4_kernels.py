@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.module_utils._nvidia_smi import normalize_compute_cap
 from ansible_collections.llmops.sglang.plugins.module_utils._sglang_args_checker import split_flag
 
@@ -108,6 +109,14 @@ _FP4_QUANTIZATION_SOURCES = (
 )
 _CUDNN = ("nvidia-cudnn-frontend>=1.13", "cuDNN backend_version>=91002")
 _TRTLLM_MOE = "flashinfer.trtllm_fp4_block_scale_moe, flashinfer.trtllm_fp4_block_scale_routed_moe"
+
+# FlashInfer's generator of each SM 12.0 FP4 module, as importable names (the same in 0.6.14 and 0.7.2; its file and
+# line are FLASHINFER[version]["modules"][name]["generator"], and a test finds the function there)
+GENERATORS = {
+    "fp4_gemm_cutlass_sm120": "flashinfer.jit.gemm.core:gen_gemm_sm120_module_cutlass_fp4",
+    "fused_moe_120": "flashinfer.jit.fused_moe:gen_cutlass_fused_moe_sm120_module",
+    "fp4_quantization_120f": "flashinfer.jit.fp4_quantization:gen_fp4_quantization_sm120f_module",
+}
 
 # The pinned flashinfer-python wheels: the SM 12.0 target FlashInfer picks under each CUDA (None: it refuses),
 # the JIT modules an NVFP4 server builds on SM 12.0 ("arch": "context" follows sm120_targets, else a fixed target;
@@ -247,12 +256,6 @@ def jit_cache_path(flashinfer_version, arch, module, base=None):
     return os.path.join(base, ".cache", "flashinfer", flashinfer_version, arch, "cached_ops", module, module + ".so")
 
 
-def _version(text):
-    try:
-        return tuple(int(p) for p in str(text).split(".")[:2])
-    except ValueError:
-        return None
-
 
 def launch_flags(args):
     """{flag: value} of the FP4-relevant flags in a unit's launch words (``--flag value`` or ``--flag=value``; the last
@@ -363,7 +366,7 @@ def nvcc_minimum(plan, archs=(), prebuilt=False):
         found.append((minimum, "%s (%s) compile at first use with nvcc %s or newer" % (_jit_what(rows), ", ".join(row["entry"] for row in rows), minimum)))
     if not found:
         return None, []
-    top = max((m for m, _why in found), key=_version)
+    top = max((m for m, _why in found), key=version_tuple)
     return top, [why for m, why in found if m == top]
 
 
@@ -375,7 +378,7 @@ def nvcc_problems(plan, nvcc, prebuilt=False):
         return []
     out = []
     for minimum, users in nvcc_users(plan, prebuilt).items():
-        if nvcc and _version(nvcc) is not None and _version(nvcc) >= _version(minimum):
+        if nvcc and version_tuple(nvcc) is not None and version_tuple(nvcc) >= version_tuple(minimum):
             continue
         problem = ("the host has no nvcc" if not nvcc else "the host's nvcc %s is older than %s" % (nvcc, minimum))
         fix = "install a CUDA toolkit %s or newer (nvcc %s) on the server" % (minimum, minimum)

@@ -6,7 +6,7 @@
 # any release without notice.
 """Every decision of the fp4_kernels role: which FlashInfer FP4 JIT modules the unit loads, how they are built ahead
 of time, the cache key, the verification and what each server must do. Runs on the controller (filter
-``llmops.sglang.fp4_kernels_plan``); standard library only, so tests/bench/fp4_module_build.py can import it.
+``llmops.sglang.fp4_kernels_plan``).
 
 Where a prebuilt module must lie (flashinfer 0.6.14 and 0.7.2, docs/fp4_kernels.md has the lines): FlashInfer looks
 first for ``<flashinfer package>/data/aot/<module>/<module>.so`` (``FLASHINFER_AOT_DIR``, jit/env.py) and loads it
@@ -32,11 +32,14 @@ play_hosts, check_mode) and the results the tasks registered so far (RESULTS):
 
 from __future__ import annotations
 
-import hashlib
+import base64
 import json
 import posixpath
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _fp4_kernels
+from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
+from ansible_collections.llmops.sglang.plugins.module_utils._fp4_kernels import GENERATORS
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import cache_key, ran, registered
 
 SETTINGS = tuple("fp4_kernels_" + name for name in (
     "sglang_release", "quantization", "fp4_gemm_backend", "moe_runner_backend", "extra_args", "modules",
@@ -49,13 +52,6 @@ RESULTS = (
     "_fp4_kernels_verify", "_fp4_kernels_archive", "_fp4_kernels_controller", "fp4_kernels_build",
     "_fp4_kernels_target", "_fp4_kernels_local",
 )
-# FlashInfer's generator of each SM 12.0 FP4 module (the same in 0.6.14 and 0.7.2; its line is
-# _fp4_kernels.FLASHINFER[version]["modules"][name]["generator"], and a test reads the function there)
-GENERATORS = {
-    "fp4_gemm_cutlass_sm120": "flashinfer.jit.gemm.core:gen_gemm_sm120_module_cutlass_fp4",
-    "fused_moe_120": "flashinfer.jit.fused_moe:gen_cutlass_fused_moe_sm120_module",
-    "fp4_quantization_120f": "flashinfer.jit.fp4_quantization:gen_fp4_quantization_sm120f_module",
-}
 # <flashinfer package>/AOT_SUBDIR/<module>/<module>.so is what FlashInfer loads without compiling
 AOT_SUBDIR = ("data", "aot")
 CAPABILITY = "12.0"
@@ -70,21 +66,7 @@ class Fp4PlanError(ValueError):
     """An input the plan cannot use; the message names it and the fix."""
 
 
-def registered(results, name):
-    """A result by name; the empty mapping vars/main.yml gives for one not registered yet reads as None."""
-    value = (results or {}).get(name)
-    return None if isinstance(value, dict) and not value else value
 
-
-def ran(result):
-    return isinstance(result, dict) and not result.get("skipped")
-
-
-def _version(text):
-    try:
-        return tuple(int(p) for p in str(text).split(".")[:2])
-    except ValueError:
-        return None
 
 
 def flashinfer_version(release):
@@ -147,7 +129,7 @@ def input_error(s, play_hosts):
 
 def arch_list(nvcc_release, add_family):
     """FLASHINFER_CUDA_ARCH_LIST: 12.0a, plus 12.0f when asked and nvcc has family targets (12.9 or newer)."""
-    release = _version(nvcc_release)
+    release = version_tuple(nvcc_release)
     if add_family and release is not None and release >= FAMILY_RELEASE:
         return "12.0a 12.0f"
     return "12.0a"
@@ -165,8 +147,8 @@ def required_archs(version, module, archs):
 def toolkit_error(toolkit, version, names):
     """None when nvcc is installed and new enough for every module (_fp4_kernels.FLASHINFER's nvcc per module)."""
     release = toolkit.get("release") if toolkit.get("installed") else None
-    need = max((_fp4_kernels.FLASHINFER[version]["modules"][m]["nvcc"] for m in names), key=_version)
-    if release and _version(release) and _version(release) >= _version(need):
+    need = max((_fp4_kernels.FLASHINFER[version]["modules"][m]["nvcc"] for m in names), key=version_tuple)
+    if release and version_tuple(release) and version_tuple(release) >= version_tuple(need):
         return None
     found = "nvcc %s" % release if release else "no nvcc was found"
     return ("fp4_kernels: %s; the FlashInfer %s modules %s need nvcc %s or newer. Install CUDA %s or newer on the build host "
@@ -197,15 +179,11 @@ def key_inputs(version, toolkit, probe, archs, names):
     }
 
 
-def cache_key(inputs):
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-
 
 def read_stamp(slurped):
     """The stamp the last build wrote (slurp: base64 content), or None."""
     if not ran(slurped) or slurped.get("failed") or not slurped.get("content"):
         return None
-    import base64
     try:
         stamp = json.loads(base64.b64decode(slurped["content"]).decode("utf-8"))
     except ValueError:

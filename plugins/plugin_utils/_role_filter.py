@@ -14,7 +14,9 @@ mapping, every name of ``_ROLE_result_names``; ``registered`` reads one of them.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 
 from ansible.errors import AnsibleFilterError
 
@@ -22,8 +24,18 @@ from ansible.errors import AnsibleFilterError
 def registered(results, name):
     """One of the role's results by name: the empty mapping its vars/main.yml gives for one not registered yet (the
     vars lookup's default) reads as None."""
-    value = results.get(name)
+    value = (results or {}).get(name)
     return None if isinstance(value, dict) and not value else value
+
+
+def ran(result):
+    """Whether a registered result is from a task that ran (not skipped, not absent)."""
+    return isinstance(result, dict) and not result.get("skipped")
+
+
+def cache_key(inputs):
+    """sha256 of a build's inputs as Ansible's ``to_json(sort_keys=True)`` writes them (the roles' stamps hold such keys)."""
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def role_filter(name, plan_module):

@@ -50,7 +50,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._cuda_binary import 
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import is_empty, truthy as to_bool
 from ansible_collections.llmops.sglang.plugins.module_utils._cuda_toolkit import version_tuple
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
-from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import cache_key, ran, registered
 
 GIB = 1024 ** 3
 # The settings the plan reads; the role's vars/main.yml hands exactly these over (_sgl_kernel_setting_names; a unit
@@ -104,10 +104,6 @@ def nice_json(value):
     """Ansible's ``to_nice_json`` (sorted, indent 4), plus the final newline the files get."""
     return json.dumps(value, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
-
-def ran(result):
-    """Whether a registered result is from a task that ran (not skipped, not absent)."""
-    return isinstance(result, dict) and not result.get("skipped")
 
 
 def probe_argv(s, values, request):
@@ -264,10 +260,6 @@ def key_defines(s, archs):
     defines.update(s["extra_cmake_defines"] or {})
     return defines
 
-
-def cache_key(inputs):
-    """sha256 of the inputs as Ansible's ``to_json(sort_keys=True)`` writes them (stamps hold such keys)."""
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def parallelism(cores, mem_available_bytes, job_mem_gib, jobs, compile_threads):

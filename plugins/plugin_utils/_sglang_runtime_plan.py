@@ -22,7 +22,7 @@ import time
 from ansible_collections.llmops.sglang.plugins.module_utils._coerce import boolean_or_none, is_empty, to_int
 from ansible_collections.llmops.sglang.plugins.module_utils._files import unsynced
 from ansible_collections.llmops.sglang.plugins.plugin_utils._pins import PinError, canonical_name, index_options, unmet
-from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import registered
+from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import ran, registered
 
 try:  # the controller always has ansible-core; the same bytes-to-text as the human_readable filter
     from ansible.module_utils.common.text.formatters import bytes_to_human
@@ -312,15 +312,12 @@ def check_quant_config(settings, verified):
             % (settings[P + "checkpoint_path"], P))
 
 
-def _ran(result):
-    return isinstance(result, dict) and not result.get("skipped")
-
 
 def create_dir(path, stat):
     """Whether the role creates ``path`` (with its owner and mode), from a registered ``stat`` of it: only when it does
     not exist. An existing directory is never changed (it may be an operator's, with its own owner and mode); anything
     else there fails, naming it. None when ``stat`` did not run."""
-    if not _ran(stat):
+    if not ran(stat):
         return None
     found = stat.get("stat") or {}
     if not found.get("exists"):
@@ -341,8 +338,8 @@ def checkpoint_plan(settings, before=None, gate=None, dest=None):
     check_checkpoint_settings(settings)
     source, path = settings[P + "checkpoint_source"], settings[P + "checkpoint_path"]
     stage = None if before is None else needs_staging(settings, before)
-    complete_before = source in STAGED_SOURCES and _ran(before) and stage is False
-    verified = gate if _ran(gate) else before if complete_before else {"skipped": True}
+    complete_before = source in STAGED_SOURCES and ran(before) and stage is False
+    verified = gate if ran(gate) else before if complete_before else {"skipped": True}
     check_quant_config(settings, verified)
     plan = {"source": source, "path": path, "verify_before": source in STAGED_SOURCES,
             "stage": stage, "gate": not complete_before, "verified": verified, "create_dir": create_dir(path, dest),

@@ -50,7 +50,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "collections"))
 
 from ansible_collections.llmops.sglang.plugins.module_utils import _cuda_binary as cb  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.llmops.sglang.plugins.plugin_utils._fp4_kernels_plan import GENERATORS  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.llmops.sglang.plugins.module_utils._fp4_kernels import GENERATORS  # noqa: E402  pylint: disable=wrong-import-position
 
 DRIVER = ROOT / "roles" / "fp4_kernels" / "files" / "flashinfer_build.py"
 FP4_PATTERN = "fp4|e2m1"

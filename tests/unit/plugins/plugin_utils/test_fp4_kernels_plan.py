@@ -148,7 +148,7 @@ def test_a_module_in_the_jit_cache_is_loaded_only_after_ninja(version):
 
 @pytest.mark.parametrize("version", sorted(fk.FLASHINFER))
 def test_generators_are_flashinfers_own(version):
-    for module, generator in fp.GENERATORS.items():
+    for module, generator in fk.GENERATORS.items():
         dotted, function = generator.split(":")
         rel, line = fk.FLASHINFER[version]["modules"][module]["generator"].split(":")
         assert rel == dotted.replace(".", "/") + ".py"
@@ -250,7 +250,7 @@ def test_build_decision_follows_the_stamp():
     assert first["build"] and "no stamp yet: build" in first["cache_message"]
     assert first["env"]["FLASHINFER_CUDA_ARCH_LIST"] == "12.0a 12.0f" and first["env"]["MAX_JOBS"] == "16"
     assert first["env"]["FLASHINFER_WORKSPACE_BASE"] == "/var/cache/llmops-sglang/fp4-kernels/workspace"
-    assert json.loads(first["request"])["modules"] == [{"name": m, "generator": fp.GENERATORS[m]} for m in first["modules"]]
+    assert json.loads(first["request"])["modules"] == [{"name": m, "generator": fk.GENERATORS[m]} for m in first["modules"]]
     same = _decided(_fp4_kernels_stamp=_slurp({"key": first["key"], "sha256": "a" * 64}))
     assert not same["build"] and "the stamp matches: no build" in same["cache_message"]
     changed = _decided(_fp4_kernels_stamp=_slurp({"key": "0" * 64}))
