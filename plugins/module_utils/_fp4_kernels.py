@@ -259,13 +259,18 @@ def jit_cache_path(flashinfer_version, arch, module, base=None):
 
 def launch_flags(args):
     """{flag: value} of the FP4-relevant flags in a unit's launch words (``--flag value`` or ``--flag=value``; the last
-    one wins, as with argparse)."""
+    one wins, as with argparse). A null value (a null setting templated into the words: the role leaves that flag out)
+    sets nothing."""
     found = {}
-    words = [str(w) for w in args or ()]
+    words = [None if w is None else str(w) for w in args or ()]
     for i, word in enumerate(words):
+        if word is None:
+            continue
         name, value = split_flag(word)
         if name in (GEMM_FLAG, MOE_FLAG, QUANT_FLAG):
-            found[name] = value if value is not None else (words[i + 1] if i + 1 < len(words) else None)
+            value = value if value is not None else (words[i + 1] if i + 1 < len(words) else None)
+            if value is not None:
+                found[name] = value
     return found
 
 

@@ -42,7 +42,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._fp4_kernels import 
 from ansible_collections.llmops.sglang.plugins.plugin_utils._role_filter import cache_key, ran, registered
 
 SETTINGS = tuple("fp4_kernels_" + name for name in (
-    "sglang_release", "quantization", "fp4_gemm_backend", "moe_runner_backend", "extra_args", "modules",
+    "sglang_release", "launch_args", "modules",
     "add_family", "cuda_home", "python", "build_venv", "build_requirements", "pip_wheelhouse", "pip_index_url",
     "build_host", "build_dir", "build_jobs", "force_rebuild", "build_timeout", "controller_dir",
     "require_kernels", "install", "venv", "archive_dir",
@@ -78,15 +78,6 @@ def flashinfer_version(release):
     return pins["flashinfer-python"]
 
 
-def launch_words(s):
-    """The unit's FP4-relevant launch words, as the server role writes them (a null setting leaves its flag out)."""
-    words = []
-    for flag, name in ((_fp4_kernels.QUANT_FLAG, "quantization"), (_fp4_kernels.GEMM_FLAG, "fp4_gemm_backend"),
-                       (_fp4_kernels.MOE_FLAG, "moe_runner_backend")):
-        if s[name] not in (None, ""):
-            words += [flag, str(s[name])]
-    return words + [str(w) for w in s["extra_args"] or []]
-
 
 def modules(s):
     """(modules, why): the FlashInfer JIT modules to build, the explicit list or what the unit's backends load on
@@ -97,14 +88,16 @@ def modules(s):
         names = [str(m) for m in s["modules"]]
         why = "fp4_kernels_modules lists them"
     else:
-        plan = _fp4_kernels.kernel_plan(str(s["sglang_release"]), CAPABILITY, launch_words(s))
+        words = s["launch_args"] or []
+        shown = " ".join(str(w) for w in words if w is not None) or "none"
+        plan = _fp4_kernels.kernel_plan(str(s["sglang_release"]), CAPABILITY, words)
         if plan["problems"]:
             raise Fp4PlanError("fp4_kernels: the unit's FP4 backends have no SM 12.0 kernels to build: %s"
                                % "; ".join("%s (fix: %s)" % (p["problem"], p["fix"]) for p in plan["problems"]))
         names = list(plan["modules"])
         why = ("the unit's FP4 backends (%s) on SM 12.0 with SGLang %s load these FlashInfer JIT modules"
-               % (" ".join(launch_words(s)) or "none", s["sglang_release"]) if names else
-               "the unit's FP4 backends (%s) load no FlashInfer JIT module on SM 12.0" % (" ".join(launch_words(s)) or "none"))
+               % (shown, s["sglang_release"]) if names else
+               "the unit's FP4 backends (%s) load no FlashInfer JIT module on SM 12.0" % shown)
     unknown = [m for m in names if m not in known or m not in GENERATORS]
     if unknown:
         raise Fp4PlanError("fp4_kernels_modules has %s, not a FlashInfer %s SM 12.0 FP4 module this role builds (known: %s)"

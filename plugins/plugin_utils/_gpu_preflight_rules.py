@@ -172,25 +172,9 @@ def normalize_expectations(expectations):
         words = []
     if not isinstance(words, (list, tuple)):
         raise PreflightError("expectation launch_args must be a list of launch words (--flag value ...), got %r" % (words,))
-    exp["launch_args"] = _launch_words(words)
+    exp["launch_args"] = [None if w is None else str(w) for w in words]
     return resolve_toolkit(exp)
 
-
-def _launch_words(words):
-    """The launch words without flags whose value is unset (a null setting templated into the list)."""
-    out, i = [], 0
-    words = [str(w) if w is not None else None for w in words]
-    while i < len(words):
-        word, value = words[i], words[i + 1] if i + 1 < len(words) else None
-        if word and word.startswith("--") and "=" not in word and (value is None or not value.startswith("--")):
-            if not is_empty(value):
-                out += [word, value]
-            i += 2
-        else:
-            if not is_empty(word):
-                out.append(word)
-            i += 1
-    return out
 
 
 def fp4_plan(exp):

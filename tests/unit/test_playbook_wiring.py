@@ -31,8 +31,7 @@ WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchm
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "gpu_preflight_sglang_release",
          "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",
-         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args", "fp4_kernels_quantization", "fp4_kernels_fp4_gemm_backend",
-         "fp4_kernels_moe_runner_backend", "fp4_kernels_extra_args", "fp4_kernels_venv"]
+         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args", "fp4_kernels_launch_args", "fp4_kernels_venv"]
 # What audit.yml hands the audit role through the role's own defaults, not the wiring.
 AUDIT_WIRED = [name for name in WIRED if name.startswith("audit_")]
 KEY = "sk-wiring-test-2f8d"
@@ -43,8 +42,9 @@ ROLE_DEFAULTS = {"sglang_server_tp_size": 8, "sglang_server_mem_fraction_static"
                  "sglang_server_moe_runner_backend": "flashinfer_cutlass",
                  "sglang_runtime_packages": [{"name": "sglang-kernel", "version": "0.4.10"}, {"name": "sglang", "version": "0.5.23"}]}
 REFERENCE_FP4 = ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cudnn", "--moe-runner-backend", "flashinfer_cutlass"]
-# The ipv6 host's FP4 launch as the wiring builds it: its own GEMM backend, its MoE backend unset (None)
-LAUNCH = REFERENCE_FP4[:3] + ["flashinfer_cutlass", "--moe-runner-backend", None]
+# The ipv6 host's FP4 launch as the wiring builds it: its own GEMM backend, its MoE backend unset (None), then its extra
+# args, which set the MoE backend after all (the last one wins, as in the unit's ExecStart)
+LAUNCH = REFERENCE_FP4[:3] + ["flashinfer_cutlass", "--moe-runner-backend", None, "--moe-runner-backend", "marlin"]
 
 
 def _load(path):
@@ -142,9 +142,7 @@ def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
                 "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
                 "gpu_preflight_launch_args": LAUNCH, "gpu_preflight_fp4_modules_prebuilt": True,
                 "sglang_server_fp4_modules_prebuilt": True, "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
-                "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_quantization": "modelopt_fp4",
-                "fp4_kernels_fp4_gemm_backend": "flashinfer_cutlass", "fp4_kernels_moe_runner_backend": None,
-                "fp4_kernels_extra_args": ["--moe-runner-backend", "marlin"], "fp4_kernels_venv": "/srv/venv"}
+                "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_launch_args": LAUNCH, "fp4_kernels_venv": "/srv/venv"}
     assert wired["ipv6"] == wired.only(expected)
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"].get("benchmark_api_key", KEY) == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"].get("benchmark_api_key") is None
@@ -185,9 +183,9 @@ def test_the_server_s_fp4_backends_decide_the_fp4_modules(wired):
     if "fp4_kernels_venv" not in wired.names:
         pytest.skip("audit.yml wires nothing for fp4_kernels (its play does not run it)")
     unset = dict((k, v) for k, v in wired["unset"].items() if k.startswith("fp4_kernels_"))
-    assert unset == {"fp4_kernels_quantization": "modelopt_fp4", "fp4_kernels_fp4_gemm_backend": "flashinfer_cudnn",
-                     "fp4_kernels_moe_runner_backend": "flashinfer_cutlass", "fp4_kernels_extra_args": [],
-                     "fp4_kernels_venv": "/opt/sglang/venv"}
+    assert unset == {"fp4_kernels_launch_args": REFERENCE_FP4, "fp4_kernels_venv": "/opt/sglang/venv"}
+    # the same words the preflight and sgl_kernel get, the unit's extra args last
+    assert wired["ipv6"]["fp4_kernels_launch_args"] == wired["ipv6"]["gpu_preflight_launch_args"] == LAUNCH
 
 
 def test_no_inventory_sets_a_wired_variable():

@@ -275,3 +275,14 @@ def test_prebuilt_modules_need_no_nvcc_on_the_server_but_marlin_does():
     marlin = fk.kernel_plan("0.5.23", "12.0", ["--fp4-gemm-backend", "marlin", "--moe-runner-backend", "marlin"], NVFP4)
     [problem] = fk.nvcc_problems(marlin, "", prebuilt=True)
     assert "SGLang's JIT kernels" in problem["problem"] and "prebuilt" not in problem["fix"]
+
+
+def test_a_null_flag_value_sets_nothing():
+    """The wiring templates a null setting into the words as a null: that flag is left out of the unit, so SGLang's own
+    default applies (auto: flashinfer_cutlass on SM 12.0), never a choice named "None"; a later word still wins."""
+    words = ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", None, "--moe-runner-backend", None]
+    assert fk.launch_flags(words) == {"--quantization": "modelopt_fp4"}
+    assert fk.launch_flags(words + ["--moe-runner-backend", "marlin"])["--moe-runner-backend"] == "marlin"
+    assert fk.launch_flags(["--fp4-gemm-backend", "marlin", "--fp4-gemm-backend", None]) == {"--fp4-gemm-backend": "marlin"}
+    plan = fk.kernel_plan("0.5.23", "12.0", words)
+    assert plan["problems"] == [] and plan["modules"] == ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]

@@ -161,14 +161,20 @@ def test_generators_are_flashinfers_own(version):
 # Which modules, which archs, which toolkit
 
 
+def words(quant="modelopt_fp4", gemm="flashinfer_cudnn", moe="flashinfer_cutlass", extra=()):
+    """The launch words as server_wiring.yml builds them from the server's settings (a null setting stays a null)."""
+    return ["--quantization", quant, "--fp4-gemm-backend", gemm, "--moe-runner-backend", moe] + list(extra)
+
+
 @pytest.mark.parametrize("over, expected", [
     ({}, ["fp4_quantization_120f", "fused_moe_120"]),
-    ({"fp4_gemm_backend": "flashinfer_cutlass"}, ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]),
-    ({"fp4_gemm_backend": None, "moe_runner_backend": None}, ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]),
-    ({"extra_args": ["--fp4-gemm-backend=marlin", "--moe-runner-backend", "marlin"]}, []),
-    ({"quantization": None}, []),
+    ({"launch_args": words(gemm="flashinfer_cutlass")}, ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]),
+    ({"launch_args": words(gemm=None, moe=None)}, ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]),
+    ({"launch_args": words(extra=["--fp4-gemm-backend=marlin", "--moe-runner-backend", "marlin"])}, []),
+    ({"launch_args": words(quant=None)}, []),
     ({"modules": ["fp4_gemm_cutlass_sm120"]}, ["fp4_gemm_cutlass_sm120"]),
-    ({"sglang_release": "0.5.16", "fp4_gemm_backend": "flashinfer_cutlass"}, ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]),
+    ({"sglang_release": "0.5.16", "launch_args": words(gemm="flashinfer_cutlass")},
+     ["fp4_quantization_120f", "fp4_gemm_cutlass_sm120", "fused_moe_120"]),
 ])
 def test_modules_come_from_the_units_backends(over, expected):
     p = plan(settings(**over))
@@ -178,7 +184,7 @@ def test_modules_come_from_the_units_backends(over, expected):
 
 @pytest.mark.parametrize("over, words", [
     ({"modules": ["fp4_gemm_cutlass_sm100"]}, ["fp4_gemm_cutlass_sm100", "not a FlashInfer 0.7.2 SM 12.0 FP4 module"]),
-    ({"moe_runner_backend": "flashinfer_trtllm"}, ["no SM 12.0 kernels", "fix: use --moe-runner-backend flashinfer_cutlass"]),
+    ({"launch_args": words(moe="flashinfer_trtllm")}, ["no SM 12.0 kernels", "fix: use --moe-runner-backend flashinfer_cutlass"]),
     ({"sglang_release": "0.5.30"}, ["0.5.30 is not in the FP4 kernel table", "0.5.16, 0.5.23"]),
     ({"build_host": "elsewhere"}, ["the build host (elsewhere) must be one of the play's hosts (build1, gpu2)"]),
     ({"build_jobs": 0}, ["fp4_kernels_build_jobs must be null or an integer >= 1"]),
@@ -198,7 +204,7 @@ def test_arch_list(release, family, expected):
 
 
 def test_each_module_is_checked_for_its_own_archs():
-    p = plan(settings(fp4_gemm_backend="flashinfer_cutlass"), _fp4_kernels_toolkit=TOOLKIT)
+    p = plan(settings(launch_args=words(gemm="flashinfer_cutlass")), _fp4_kernels_toolkit=TOOLKIT)
     assert p["arch_list"] == "12.0a 12.0f"
     # fp4_quantization_120f is compiled for sm_120f whatever the list says; the others follow the list
     assert p["required_archs"] == {"fp4_quantization_120f": ["sm_120f"], "fp4_gemm_cutlass_sm120": ["sm_120a", "sm_120f"],

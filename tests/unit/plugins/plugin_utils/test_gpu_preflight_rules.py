@@ -552,7 +552,7 @@ def test_the_fp4_rule_checks_the_planned_backends(h200):
     # no release, no check; a null setting templated into the words drops its flag (auto: flashinfer_cutlass)
     assert [c["status"] for c in evaluate(facts, None, target())["checks"] if c["rule"] == "fp4_kernels"] == ["skipped"]
     exp = rules_module.normalize_expectations(target(sglang_release="0.5.23", launch_args=REFERENCE_FP4[:4] + ["--moe-runner-backend", None]))
-    assert exp["launch_args"] == REFERENCE_FP4[:4]
+    assert exp["launch_args"] == REFERENCE_FP4[:4] + ["--moe-runner-backend", None]
     assert [r["choice"] for r in rules_module.fp4_plan(exp)["rows"]] == ["modelopt_fp4", "flashinfer_cudnn", "flashinfer_cutlass"]
 
 
