@@ -556,7 +556,8 @@ def missing_kernels_message(result, rows, accept_family=False):
     return ("%s: %s. Patterns are Python regexes searched in each kernel's mangled name and in its identifiers joined by "
             "'::' (kernel_matches shows what matched). Fix: install a build whose kernels for those archs include them "
             "(sgl-kernel FP4 ops need SGL_KERNEL_ENABLE_FP4=ON and TORCH_CUDA_ARCH_LIST including the arch, for example "
-            "12.0a), or take them from the package that provides them." % (result["source"], "; ".join(parts)))
+            "12.0a; a FlashInfer JIT module needs FLASHINFER_CUDA_ARCH_LIST including it, as the fp4_kernels role sets), "
+            "or take them from the package that provides them." % (result["source"], "; ".join(parts)))
 
 
 def summarize(entries):
