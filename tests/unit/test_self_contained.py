@@ -63,3 +63,18 @@ def test_the_log_answer_key_names_only_files_that_are_here():
     for answer in answers:
         data = (FIXTURES / "sglang-logs" / answer["file"]).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (answer["bytes"], answer["sha256"])
+
+
+def test_the_gpu_profiles_name_only_captures_that_are_here():
+    """Each lab GPU profile says which real captures it was built from: tests/fixtures/gpu-outputs/NN-*.txt by number, or
+    a tests/fixtures path; every one named must be in the tree."""
+    profiles = sorted((ROOT / "tests" / "lab" / "gpu" / "profiles").glob("*/profile.json"))
+    assert len(profiles) >= 9
+    for profile in profiles:
+        for source in json.loads(profile.read_text(encoding="utf-8"))["sources"]:
+            if source.startswith("tests/fixtures/"):
+                assert (ROOT / source.split()[0]).exists(), "%s names %s" % (profile.parent.name, source)
+            elif source[:2].isdigit():
+                for number in source.split()[0].split("/"):
+                    assert list((FIXTURES / "gpu-outputs").glob("%s-*.txt" % number)), "%s names capture %s" % (profile.parent.name, number)
+
