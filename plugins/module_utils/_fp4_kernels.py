@@ -256,7 +256,6 @@ def jit_cache_path(flashinfer_version, arch, module, base=None):
     return os.path.join(base, ".cache", "flashinfer", flashinfer_version, arch, "cached_ops", module, module + ".so")
 
 
-
 def launch_flags(args):
     """{flag: value} of the FP4-relevant flags in a unit's launch words (``--flag value`` or ``--flag=value``; the last
     one wins, as with argparse). A null value (a null setting templated into the words: the role leaves that flag out)

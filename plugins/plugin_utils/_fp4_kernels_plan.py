@@ -66,9 +66,6 @@ class Fp4PlanError(ValueError):
     """An input the plan cannot use; the message names it and the fix."""
 
 
-
-
-
 def flashinfer_version(release):
     """The flashinfer-python an SGLang release pins (_fp4_kernels.RELEASES, read from SGLang's METADATA)."""
     pins = _fp4_kernels.RELEASES.get(str(release))
@@ -76,7 +73,6 @@ def flashinfer_version(release):
         raise Fp4PlanError("fp4_kernels_sglang_release %s is not in the FP4 kernel table (releases: %s): pin one of them"
                            % (release, ", ".join(_fp4_kernels.RELEASES)))
     return pins["flashinfer-python"]
-
 
 
 def modules(s):
@@ -170,7 +166,6 @@ def key_inputs(version, toolkit, probe, archs, names):
         "arch_list": archs,
         "modules": dict((m, GENERATORS[m]) for m in names),
     }
-
 
 
 def read_stamp(slurped):

@@ -176,7 +176,6 @@ def normalize_expectations(expectations):
     return resolve_toolkit(exp)
 
 
-
 def fp4_plan(exp):
     """The FP4 kernel plan of the planned unit (_fp4_kernels.kernel_plan) on the expected GPU, or None without an
     SGLang release to look it up for."""

@@ -105,7 +105,6 @@ def nice_json(value):
     return json.dumps(value, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
-
 def probe_argv(s, values, request):
     """The probe (files/sgl_kernel_probe.py, run by sgl_kernel_python) with its JSON request."""
     return [s["python"], "-c", (values.get("_sgl_kernel_run") or {}).get("probe_source") or "", json.dumps(request)]
@@ -259,7 +258,6 @@ def key_defines(s, archs):
     defines.update(s["variant_defines"] or {})
     defines.update(s["extra_cmake_defines"] or {})
     return defines
-
 
 
 def parallelism(cores, mem_available_bytes, job_mem_gib, jobs, compile_threads):

@@ -312,7 +312,6 @@ def check_quant_config(settings, verified):
             % (settings[P + "checkpoint_path"], P))
 
 
-
 def create_dir(path, stat):
     """Whether the role creates ``path`` (with its owner and mode), from a registered ``stat`` of it: only when it does
     not exist. An existing directory is never changed (it may be an operator's, with its own owner and mode); anything

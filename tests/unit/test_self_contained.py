@@ -77,4 +77,3 @@ def test_the_gpu_profiles_name_only_captures_that_are_here():
             elif source[:2].isdigit():
                 for number in source.split()[0].split("/"):
                     assert list((FIXTURES / "gpu-outputs").glob("%s-*.txt" % number)), "%s names capture %s" % (profile.parent.name, number)
-
