@@ -1,5 +1,6 @@
 """The test-only SGLang simulator on a loopback port, for tests of clients (benchmark, canary, server_info)."""
 
+import json
 import pathlib
 import shutil
 import socket
@@ -109,6 +110,16 @@ class Router(_Served):
         if key:
             argv += ["--api-key", key]
         self._start(argv, tmp / ("router-%d.log" % self.port), "/readiness", 60, "router")
+        # /readiness answers 200 once one worker is healthy; the others register in the background: a test starts
+        # from every worker listed and healthy
+        end, seen = time.time() + 60, None
+        while time.time() < end:
+            with urllib.request.urlopen(self.url + "/readiness", timeout=5) as r:
+                seen = json.loads(r.read())
+            if seen.get("healthy_workers") == len(urls):
+                return
+            time.sleep(0.1)
+        raise AssertionError("router not ready with %d healthy workers after 60 s: %s" % (len(urls), seen))
 
 
 class RouterFleet(object):
