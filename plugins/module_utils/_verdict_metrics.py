@@ -124,6 +124,12 @@ def file_name(source):
     return "%s%s.prom" % (PREFIX, source)
 
 
+def label_values(labels):
+    """A task's labels as the text format takes them: values as strings, a null one left out (a server audited from a
+    log file has no unit: no unit label, never unit="None")."""
+    return dict((str(k), str(v)) for k, v in (labels or {}).items() if v is not None)
+
+
 def text(source, result, labels=None):
     """The textfile of one verdict; MetricsError naming the cause when the inputs are not usable."""
     if source not in SOURCES:

@@ -121,6 +121,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils._verdict_metrics imp
     DEFAULT_DIR,
     SOURCES,
     MetricsError,
+    label_values,
     publish,
     text,
 )
@@ -138,7 +139,7 @@ def main():
     )
     p = module.params
     try:
-        content = text(p["source"], p["result"], dict((k, str(v)) for k, v in p["labels"].items()))
+        content = text(p["source"], p["result"], label_values(p["labels"]))
         out = publish(p["dir"], p["source"], content, module.check_mode)
     except MetricsError as exc:
         module.fail_json(msg=str(exc))

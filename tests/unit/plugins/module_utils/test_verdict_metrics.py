@@ -144,3 +144,11 @@ def test_every_source_passes_promtool(real, fixtures_dir):
 def test_no_directory_means_metrics_off(directory):
     out = vm.publish(directory, "kv_guard", "x 1\n", check_mode=False)
     assert not out["changed"] and not out["written"] and "metrics are off" in out["not_written"]
+
+
+def test_a_null_label_is_left_out():
+    """A server audited from a log file has no unit: its guard metrics carry no unit label, never unit="None"."""
+    assert vm.label_values({"unit": None, "host": 7}) == {"host": "7"}
+    text = vm.text("kv_guard", {"passed": False, "verdict": "fp8", "expected_kv_dtype": "bf16"}, vm.label_values({"unit": None}))
+    samples = parse_prometheus(text, prefix="llmops_sglang_")["metrics"]
+    assert samples and all("unit" not in s["labels"] for series in samples.values() for s in series)
