@@ -39,6 +39,7 @@ UNIT = "sglang-qwen"
 ARGV_RECORD = "/etc/sglang/%s.argv.json" % UNIT
 OLD_MRR, NEW_MRR = 32, 24
 BURST = 12
+SITE_TIMEOUT = 1200
 COUNTER = re.compile(r"^sglang:num_requests_total\{[^}]*\} ([0-9.]+)$", re.M)
 
 
@@ -105,7 +106,13 @@ def site(inventory, extra, env, log, limit=None):
            "-i", str(ROOT / "tests" / "lab" / "inventory" / "lab-vars.yml"), "-e", json.dumps(extra)]
     cmd += ["--limit", limit] if limit else []
     t0 = time.monotonic()
-    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1200, check=False)
+    try:
+        run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=SITE_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired as exc:
+        # What the run printed up to the kill names the task it hung in: kept in the log and in the failure.
+        partial = "".join(p.decode("utf-8", "replace") if isinstance(p, bytes) else p for p in (exc.stdout, exc.stderr) if p)
+        log.write_text(partial)
+        raise AssertionError("site.yml did not end in %d s; its output up to then:\n%s" % (SITE_TIMEOUT, partial[-6000:])) from None
     log.write_text(run.stdout + run.stderr)
     return run, time.monotonic() - t0
 
