@@ -26,7 +26,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audi
 
 import fleet
 
-HOST, INDEX = "journal1", 174
+# A lab index no molecule scenario or other integration test boots (tests/unit/test_lab_indexes.py).
+LAB_INDEXES = (174,)
+HOST, INDEX = "journal1", LAB_INDEXES[0]
 UNIT = "jm-sglang.service"
 LOG = fleet.ROOT / "tests" / "fixtures" / "sglang-logs" / "001-qwq32b-tp4-l4-ready-2025-03.log"
 ANSIBLE = fleet.ROOT / ".venv" / "bin" / "ansible"

@@ -16,6 +16,9 @@ SUBNET = os.environ.get("LLMOPS_LAB_SUBNET", "10.78.0")
 NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")
 VETH_PREFIX = os.environ.get("LLMOPS_LAB_VETH_PREFIX", "lv")
 BRIDGE = os.environ.get("LLMOPS_LAB_BRIDGE", "llmbr0")
+# `lab up-many 8` boots itest1..8 at indexes 1..8, itest9 is booted alone at 9: none of them a molecule scenario's or another
+# integration test's (tests/unit/test_lab_indexes.py).
+LAB_INDEXES = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 NAMES = fleet.host_names("itest", 8)
 
 PLAY = """
@@ -95,7 +98,7 @@ def test_a_host_that_will_not_power_off_is_killed_with_everything_in_it():
     name = "itest9"
     fleet.down([name])
     try:
-        lab("up", name, "9")
+        lab("up", name, str(LAB_INDEXES[-1]))
         # --wait would wait for the unit to end: systemd-run returns once it forked, before the child ran the shell
         lab("ssh", name, "systemd-run --unit hang -p TimeoutStopSec=300 sh -c 'trap \"\" TERM; exec sleep 3579'")
         deadline = time.monotonic() + 30

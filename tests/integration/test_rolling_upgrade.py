@@ -29,8 +29,10 @@ from fleet import ROOT, lab
 
 NETNS_PREFIX = os.environ.get("LLMOPS_LAB_NETNS_PREFIX", "lab-")
 PROFILE = "rtxpro6000x8"
-WORKERS = [("roll1", 111), ("roll2", 112)]
-ROUTER = ("rollr", 113)
+# Lab indexes no molecule scenario or other integration test boots (tests/unit/test_lab_indexes.py).
+LAB_INDEXES = (111, 112, 113)
+WORKERS = [("roll1", LAB_INDEXES[0]), ("roll2", LAB_INDEXES[1])]
+ROUTER = ("rollr", LAB_INDEXES[2])
 PORT = 30000
 # Test-only key: the workers require it, the router sends it to them and requires it from clients.
 API_KEY = "lab-rolling-key-3b9e71"

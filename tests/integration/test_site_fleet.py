@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import fleet
 
-HOSTS = fleet.host_names("scale", 4)
-FIRST_INDEX = 121
+# Lab indexes no molecule scenario or other integration test boots (tests/unit/test_lab_indexes.py).
+LAB_INDEXES = (121, 122, 123, 124)
+HOSTS = fleet.host_names("scale", len(LAB_INDEXES))
+FIRST_INDEX = LAB_INDEXES[0]
 
 
 def test_site_rerun_on_a_fleet_changes_nothing(tmp_path):
