@@ -21,7 +21,12 @@ def test_boolean_words_are_ansibles():
 @pytest.mark.parametrize("value", [True, False, 1, 0, 1.0, 0.0, 2, -1, "yes", " No ", "ON", "off", "y", "N", "t", "F",
                                    "1", "0", "true", "False", "", "none", "maybe", None, [], {}, [1], 0.5])
 def test_truthy_is_ansibles_lenient_boolean(value):
-    assert c.truthy(value) is boolean(value, strict=False)
+    try:
+        expected = boolean(value, strict=False)
+    except TypeError:
+        # ansible-core 2.18's boolean() looks a list or dict up in a set and raises; later releases answer False
+        expected = False
+    assert c.truthy(value) is expected
 
 
 @pytest.mark.parametrize("value", [True, False, 1, 0, "yes", " No ", "ON", "off", "y", "n", "t", "f", "1", "0"])
