@@ -32,6 +32,7 @@ from ansible_collections.llmops.sglang.plugins.filter.fp4_kernels_plan import fp
 from ansible_collections.llmops.sglang.plugins.module_utils import _fp4_kernels as fk
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _fp4_kernels_plan as fp
 
+import role_plan  # tests/unit/role_plan.py
 from module_utils import fp4_derive  # tests/unit/plugins/module_utils/fp4_derive.py (pytest puts tests/unit/plugins on sys.path)
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -457,27 +458,12 @@ def test_packing_is_repeatable(tmp_path):
     assert [n for n in listing if n.endswith(".so")] == ["%s/%s.so" % (n, n) for n in sorted(names)]
 
 
-def _tasks(path):
-    """The tasks of a file in order, a block's own tasks in its place."""
-    for task in yaml.safe_load(path.read_text()) or []:
-        yield from (x for part in ("block", "rescue", "always") for x in task.get(part, [])) if "block" in task else [task]
-
 
 def test_the_plan_is_a_fact_worked_out_again_after_each_result_it_follows():
     """tasks/plan.yml keeps the plan as the fact _fp4_kernels (nothing templates it at each use), the first task reads
-    it, and no task reads it between a result the plan follows and the next plan.yml: it would read a plan without
-    that result."""
+    it, and no task reads it between a result the plan follows and the next plan.yml."""
     assert "_fp4_kernels" not in yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
     [refresh] = yaml.safe_load((ROLE / "tasks" / "plan.yml").read_text())
     assert refresh["ansible.builtin.set_fact"]["_fp4_kernels"] == "{{ _fp4_kernels_new }}"
-    assert next(_tasks(ROLE / "tasks" / "main.yml")).get("ansible.builtin.import_tasks") == "plan.yml"
-    for path in sorted((ROLE / "tasks").glob("*.yml")):
-        stale = None
-        for task in _tasks(path):
-            if task.get("ansible.builtin.import_tasks") == "plan.yml":
-                stale = None
-                continue
-            text = json.dumps({k: v for k, v in task.items() if k != "register"})
-            assert stale is None or "_fp4_kernels." not in text, "%s: %r reads the plan before it follows %s" % (path.name, task["name"], stale)
-            if task.get("register") in fp.RESULTS or "fp4_kernels_build" in task.get("ansible.builtin.set_fact", {}):
-                stale = task.get("register") or "fp4_kernels_build"
+    assert next(role_plan.tasks(ROLE / "tasks" / "main.yml")).get("ansible.builtin.import_tasks") == "plan.yml"
+    assert role_plan.stale_reads(ROLE, "_fp4_kernels", fp.RESULTS, "fp4_kernels_build") == []

@@ -14,6 +14,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.filter.sgl_kernel_plan import sgl_kernel_plan
 from ansible_collections.llmops.sglang.plugins.plugin_utils import _sgl_kernel_plan as sk
 
+import role_plan  # tests/unit/role_plan.py
+
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 ROLE = ROOT / "roles" / "sgl_kernel"
 FIXTURES = ROOT / "tests" / "fixtures" / "sgl_kernel_plan"
@@ -474,12 +476,6 @@ def test_every_plan_value_the_role_uses_exists():
     assert used and used <= keys, used - keys
 
 
-def _tasks(path):
-    """The tasks of a file in order, a block's own tasks in its place."""
-    for task in yaml.safe_load(path.read_text()) or []:
-        yield from (x for part in ("block", "rescue", "always") for x in task.get(part, [])) if "block" in task else [task]
-
-
 def test_the_plan_is_a_fact_worked_out_again_after_each_result_it_follows():
     """tasks/plan.yml keeps the plan as the fact _sgl_kernel (nothing templates it at each use), and no task reads it
     between a result the plan follows and the next plan.yml: it would read a plan without that result."""
@@ -487,18 +483,7 @@ def test_the_plan_is_a_fact_worked_out_again_after_each_result_it_follows():
     [refresh, stop] = yaml.safe_load((ROLE / "tasks" / "plan.yml").read_text())
     assert refresh["ansible.builtin.set_fact"]["_sgl_kernel"] == "{{ _sgl_kernel_new }}"
     assert stop["when"] == "_sgl_kernel.error is not none"
-    for path in sorted((ROLE / "tasks").glob("*.yml")):
-        stale = None
-        for task in _tasks(path):
-            if task.get("ansible.builtin.import_tasks") == "plan.yml":
-                stale = None
-                continue
-            text = json.dumps({k: v for k, v in task.items() if k not in ("register", "changed_when")})
-            assert stale is None or "_sgl_kernel." not in text, "%s: %r reads the plan before it follows %s" % (path.name, task["name"], stale)
-            if task.get("register") in sk.RESULTS:
-                stale = task["register"]
-            if task.get("ansible.builtin.set_fact", {}).get("sgl_kernel_build"):
-                stale = "sgl_kernel_build"
+    assert role_plan.stale_reads(ROLE, "_sgl_kernel", sk.RESULTS, "sgl_kernel_build") == []
     # a changed_when that judges its own result reads the plan fresh
     assert "_sgl_kernel_new.requirements_changed" in (ROLE / "tasks" / "build_venv.yml").read_text()
 
