@@ -458,7 +458,6 @@ def test_packing_is_repeatable(tmp_path):
     assert [n for n in listing if n.endswith(".so")] == ["%s/%s.so" % (n, n) for n in sorted(names)]
 
 
-
 def test_the_plan_is_a_fact_worked_out_again_after_each_result_it_follows():
     """tasks/plan.yml keeps the plan as the fact _fp4_kernels (nothing templates it at each use), the first task reads
     it, and no task reads it between a result the plan follows and the next plan.yml."""
