@@ -31,7 +31,8 @@ WIRED = ["audit_unit", "audit_url", "audit_api_key", "audit_checkpoint", "benchm
          "audit_expected_kv_dtype", "audit_kv_waiver_reason", "gpu_preflight_gpu_count", "gpu_preflight_mem_fraction_static",
          "sgl_kernel_cuda_archs", "sgl_kernel_require_archs", "sgl_kernel_cuda_min_release", "gpu_preflight_sglang_release",
          "gpu_preflight_launch_args", "gpu_preflight_fp4_modules_prebuilt", "sglang_server_fp4_modules_prebuilt", "sglang_server_gpu",
-         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args", "fp4_kernels_launch_args", "fp4_kernels_venv"]
+         "sglang_server_cuda_toolkit", "sgl_kernel_fp4_launch_args", "fp4_kernels_sglang_release", "fp4_kernels_launch_args",
+         "fp4_kernels_venv"]
 # What audit.yml hands the audit role through the role's own defaults, not the wiring.
 AUDIT_WIRED = [name for name in WIRED if name.startswith("audit_")]
 KEY = "sk-wiring-test-2f8d"
@@ -142,7 +143,8 @@ def test_the_server_key_and_settings_reach_audit_and_benchmark(wired):
                 "sgl_kernel_cuda_min_release": "12.4", "gpu_preflight_sglang_release": "0.5.23",
                 "gpu_preflight_launch_args": LAUNCH, "gpu_preflight_fp4_modules_prebuilt": True,
                 "sglang_server_fp4_modules_prebuilt": True, "sglang_server_gpu": None, "sglang_server_cuda_toolkit": None,
-                "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_launch_args": LAUNCH, "fp4_kernels_venv": "/srv/venv"}
+                "sgl_kernel_fp4_launch_args": LAUNCH, "fp4_kernels_sglang_release": "0.5.23", "fp4_kernels_launch_args": LAUNCH,
+                "fp4_kernels_venv": "/srv/venv"}
     assert wired["ipv6"] == wired.only(expected)
     assert wired["wildcard4"]["audit_api_key"] == wired["wildcard4"].get("benchmark_api_key", KEY) == KEY
     assert wired["unset"]["audit_api_key"] is None and wired["unset"].get("benchmark_api_key") is None
@@ -183,7 +185,9 @@ def test_the_server_s_fp4_backends_decide_the_fp4_modules(wired):
     if "fp4_kernels_venv" not in wired.names:
         pytest.skip("audit.yml wires nothing for fp4_kernels (its play does not run it)")
     unset = dict((k, v) for k, v in wired["unset"].items() if k.startswith("fp4_kernels_"))
-    assert unset == {"fp4_kernels_launch_args": REFERENCE_FP4, "fp4_kernels_venv": "/opt/sglang/venv"}
+    assert unset == {"fp4_kernels_sglang_release": "0.5.23", "fp4_kernels_launch_args": REFERENCE_FP4, "fp4_kernels_venv": "/opt/sglang/venv"}
+    # the runtime's pin decides the FlashInfer the modules are built from; no pin, no release (the role names it)
+    assert wired["address"]["fp4_kernels_sglang_release"] is None
     # the same words the preflight and sgl_kernel get, the unit's extra args last
     assert wired["ipv6"]["fp4_kernels_launch_args"] == wired["ipv6"]["gpu_preflight_launch_args"] == LAUNCH
 
