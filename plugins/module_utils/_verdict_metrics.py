@@ -124,12 +124,6 @@ def file_name(source):
     return "%s%s.prom" % (PREFIX, source)
 
 
-def label_values(labels):
-    """A task's labels as the text format takes them: values as strings, a null one left out (a server audited from a
-    log file has no unit: no unit label, never unit="None")."""
-    return dict((str(k), str(v)) for k, v in (labels or {}).items() if v is not None)
-
-
 def text(source, result, labels=None):
     """The textfile of one verdict; MetricsError naming the cause when the inputs are not usable."""
     if source not in SOURCES:
@@ -138,8 +132,10 @@ def text(source, result, labels=None):
         raise MetricsError("the %s result is empty or not a dict: pass the registered result of the task that "
                            "decided it" % source)
     labels = labels or {}
-    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-        raise MetricsError("labels must be a dict of strings, got %r" % (labels,))
+    if not isinstance(labels, dict) or not all(v is None or isinstance(v, (str, int, float)) for v in labels.values()):
+        raise MetricsError("labels must be a dict of strings or numbers, got %r" % (labels,))
+    # a null value is no label: a server audited from a log file has no unit, so no unit label (never unit="None")
+    labels = dict((str(k), str(v)) for k, v in labels.items() if v is not None)
     try:
         return render(SOURCES[source](result, labels))
     except RenderError as exc:

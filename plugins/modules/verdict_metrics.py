@@ -55,6 +55,7 @@ options:
   labels:
     description:
       - 'Labels added to every sample, for example C({unit: sglang-qwen}). Prometheus adds C(instance) and C(job) itself.'
+      - Values are strings or numbers; a null value adds no label (a server audited from a log file has no unit).
     type: dict
     default: {}
   dir:
@@ -121,7 +122,6 @@ from ansible_collections.llmops.sglang.plugins.module_utils._verdict_metrics imp
     DEFAULT_DIR,
     SOURCES,
     MetricsError,
-    label_values,
     publish,
     text,
 )
@@ -139,7 +139,7 @@ def main():
     )
     p = module.params
     try:
-        content = text(p["source"], p["result"], label_values(p["labels"]))
+        content = text(p["source"], p["result"], p["labels"])
         out = publish(p["dir"], p["source"], content, module.check_mode)
     except MetricsError as exc:
         module.fail_json(msg=str(exc))
