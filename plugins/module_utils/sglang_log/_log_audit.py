@@ -54,17 +54,6 @@ def prefilter_literals(rules=None):
     return lits
 
 
-def _text(raw):
-    """A line as the audit reads it: decoded, colour codes removed."""
-    text = raw.decode("utf-8", "replace")
-    return ANSI_RE.sub("", text) if "\x1b" in text else text
-
-
-def _client_only(records):
-    """An access line or a request echo: client text, which neither counts nor interrupts anything."""
-    return all(rec.kind in CLIENT_KINDS for rec in records)
-
-
 class LogAuditor(object):
     """Feed bytes with feed(), then call finish() once for the result dict; progress() any time before.
 
@@ -88,8 +77,7 @@ class LogAuditor(object):
                 break
             alternatives.extend(rule.literals)
         self._line_counter = line_counter
-        self._scanner = LineScanner(self._line, alternatives, max_line_bytes, count_lines=line_counter is None,
-                                    ignore=lambda raw: _client_only(split_records(_text(raw))))
+        self._scanner = LineScanner(self._line, alternatives, max_line_bytes, count_lines=line_counter is None)
         self._facts = StartFacts()
         self._tracebacks = TracebackTracker(self._facts, self._scanner)
         self._finished = None
@@ -122,7 +110,9 @@ class LogAuditor(object):
     # -- one line ------------------------------------------------------------------------------
 
     def _line(self, raw, loc):
-        text = _text(raw)
+        text = raw.decode("utf-8", "replace")
+        if "\x1b" in text:
+            text = ANSI_RE.sub("", text)
         tracebacks = self._tracebacks
         if tracebacks.in_traceback() and indented_bare(text):
             # a frame of the open traceback (most lines a traceback hands on): what the parse below does with it
@@ -131,7 +121,8 @@ class LogAuditor(object):
             return None
         records = split_records(text)
         facts = self._facts
-        if _client_only(records):
+        if all(rec.kind in CLIENT_KINDS for rec in records):
+            # an access line or a request echo: client text, which neither counts nor interrupts anything
             return False
         self._tracebacks.on_line()
         # a line without a key literal (handed on for an open traceback or a follow window) gives no fact, late

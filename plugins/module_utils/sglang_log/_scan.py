@@ -57,9 +57,6 @@ PROBE_SLACK_PER_MIB = 200
 PLAN_MIN_BYTES = 64 << 10
 # The sample is four pieces of this size, spread over the block.
 SAMPLE_BYTES = 4096
-# A probed line this long is first asked whether the consumer ignores it whole (a request echo holding a long prompt):
-# one parse of its head instead of a search of every byte for each literal of each group that reaches it.
-IGNORE_CHECK_BYTES = 1024
 
 _ANSI_BYTES_RE = re.compile(ANSI_PATTERN.encode("ascii"))
 
@@ -129,15 +126,10 @@ class LineScanner(object):
     line while true, e.g. inside a traceback) and ``follow`` (parse this many next lines); ``on_line``
     returns False for a line that does not count towards ``follow``. While ``on_line`` runs, ``candidate`` says
     whether the line holds every run of an alternative (always true when every line is parsed).
-
-    ``ignore(raw)``, when given, says whether ``on_line`` would ignore the whole line whatever it holds (client text):
-    such a line of IGNORE_CHECK_BYTES or more is never searched for literals nor handed on as a candidate. It is still
-    handed on inside a traceback or a follow window, where ``on_line`` decides.
     """
 
-    def __init__(self, on_line, alternatives, max_line_bytes=DEFAULT_MAX_LINE_BYTES, count_lines=True, ignore=None):
+    def __init__(self, on_line, alternatives, max_line_bytes=DEFAULT_MAX_LINE_BYTES, count_lines=True):
         self._on_line = on_line
-        self._ignore = ignore
         self._max_line = max_line_bytes
         self._counting = count_lines
         self._scan_all = alternatives is None
@@ -321,15 +313,12 @@ class LineScanner(object):
 
         A hit of a rare byte is taken line by line: the line's head is searched once for each literal that byte
         serves, then the search goes on after the line, so a line full of the byte (a server_args dump, a
-        traceback frame) costs one probe, and a line already found costs no search. A long line the consumer
-        ignores (``ignore``) is asked about once and never searched.
+        traceback frame) costs one probe, and a line already found costs no search.
         """
         found = set()
         rfind, find, cap = block.rfind, block.find, self._max_line
         probes = 0
         startswith = block.startswith
-        ignored = self._ignored_lines(block, cap)
-        long_line = IGNORE_CHECK_BYTES if self._ignore is not None else cap + 1
         for needle, entries in self.groups.items():
             pos = find(needle, start, end)
             while pos >= 0:
@@ -340,7 +329,7 @@ class LineScanner(object):
                 e = find(b"\n", pos, end)
                 if e < 0:
                     e = end
-                if s not in found and (e - s < long_line or not ignored(s, e)):
+                if s not in found:
                     # one copy of the line's head, then `in` tests: cheaper than a find call per literal
                     line = block[s:e] if e - s <= cap else block[s:s + cap]
                     for lit, rest in entries:
@@ -362,11 +351,10 @@ class LineScanner(object):
                         if e < 0:
                             e = end
                         rest = self._rest[lit]
-                        if s not in found and (ignored(s, e) or not (rest is None or _holds_rest(find, rest, s, min(e, s + cap)))):
-                            continue
-                        found.add(s)
-                        pos = e
-                        break
+                        if rest is None or s in found or _holds_rest(find, rest, s, min(e, s + cap)):
+                            found.add(s)
+                            pos = e
+                            break
                 pos = search(block, pos + 1, end)
         self._probes += probes
         # a colour code may split a literal: check such lines again without the codes
@@ -378,28 +366,12 @@ class LineScanner(object):
             e = find(b"\n", pos, end)
             if e < 0:
                 e = end
-            if s not in found and pos - s < cap and not ignored(s, e):
+            if s not in found and pos - s < cap:
                 clean = _ANSI_BYTES_RE.sub(b"", block[s:min(e, s + cap)])
                 if any(all(r in clean for r in runs) for runs in self.alternatives):
                     found.add(s)
             pos = find(b"\x1b", e, end)
         return sorted(found)
-
-    def _ignored_lines(self, block, cap):
-        """ignored(s, e): whether the consumer ignores the line block[s:e] whole, asked once for a long line."""
-        ignore = self._ignore
-        if ignore is None:
-            return lambda s, e: False
-        answers = {}
-
-        def ignored(s, e):
-            if e - s < IGNORE_CHECK_BYTES:
-                return False
-            answer = answers.get(s)
-            if answer is None:
-                answer = answers[s] = bool(ignore(block[s:min(e, s + cap)]))
-            return answer
-        return ignored
 
     def _stale(self):
         """The plan is due for a check, or its probes are far over what its sample promised."""

@@ -29,7 +29,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._log_audi
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._rules import required_literals
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log import _log_audit, _scan
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._records import ANSI_PATTERN
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._scan import IGNORE_CHECK_BYTES, PROBE_LIMIT_PER_MIB, LineScanner
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_log._scan import PROBE_LIMIT_PER_MIB, LineScanner
 
 LOGS = "sglang-logs"
 
@@ -751,39 +751,6 @@ PLANS = {"default": {}, "finds": {"PROBE_LIMIT_PER_MIB": -1, "REGEX_PASS_COST": 
          "regexes": {"PROBE_LIMIT_PER_MIB": -1, "FIND_PASS_COST": 10 ** 6}}
 
 
-@pytest.mark.parametrize("plan", sorted(PLANS))
-def test_long_lines_the_consumer_ignores_are_asked_once_and_never_handed_on(plan, monkeypatch):
-    # a long client line holding literals (a request echo with a prompt) is asked about once, however many searches
-    # reach it, and is not a candidate; a short one, or a long one the consumer keeps, is; inside a follow window the
-    # consumer still gets every line
-    for name, value in PLANS[plan].items():
-        monkeypatch.setattr(_scan, name, value)
-    pad = b" x" * IGNORE_CHECK_BYTES
-    echo = b"ECHO Error KV Cache server_args= Capture \x1b[0mError" + pad
-    kept = b"KEPT Error KV Cache server_args=" + pad
-    noise = b"\n".join(NOISE[:3] * 400) + b"\n"
-    data = noise + b"\n".join([echo, b"ECHO short Error", kept, b"FOLLOW Error", echo, b"last"]) + b"\n" + noise
-    asked, seen = [], []
-    scanner = None
-
-    def on_line(raw, loc):
-        seen.append(raw[:6])
-        if raw.startswith(b"FOLLOW"):
-            scanner.follow = 1
-
-    def ignore(raw):
-        asked.append(raw[:4])
-        return raw.startswith(b"ECHO")
-
-    scanner = LineScanner(on_line, [["Error"], ["KV Cache"], ["server_args="], ["Capture "]], max_line_bytes=4096,
-                          ignore=ignore)
-    scanner.feed(data)
-    scanner.finish()
-    assert seen == [b"ECHO s", b"KEPT E", b"FOLLOW", b"ECHO E"]
-    # once for each long line (the candidates of a block are found before its follow windows are known)
-    assert sorted(asked) == [b"ECHO", b"ECHO", b"KEPT"]
-
-
 @pytest.fixture(scope="module")
 def plain_parses(tmp_path_factory):
     """The inputs and their plain parses, the same for every plan (one plain parse costs more than all fast ones)."""
@@ -797,20 +764,15 @@ def plain_parses(tmp_path_factory):
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
 def test_fast_paths_equal_the_plain_parse(plan, plain_parses, monkeypatch):
-    # the scan plan (rare bytes probed per line, whole searches), the frame shortcut and the long client lines never
-    # searched change nothing against testing every line for every literal and parsing every handed-on line in full:
-    # facts, findings, evidence lines and stats, but for fewer lines inspected (long request echoes holding a literal)
+    # the scan plan (rare bytes probed per line, whole searches) and the frame shortcut change nothing against testing
+    # every line for every literal and parsing every handed-on line in full: facts, findings, evidence lines, stats
     logs, inputs, bench, plain = plain_parses
     for name, value in PLANS[plan].items():
         monkeypatch.setattr(_scan, name, value)
     fast = [audit_bytes(data) for dummy, data in inputs] + [audit_path(str(bench))]
     assert len(logs) > 20 and plain[-1]["stats"]["inspected_lines"] > 1000 and plain[-1]["findings"]
-    not_inspected = []
     for (name, dummy), a, b in zip(inputs + [(bench, None)], fast, plain):
-        a, b = json.loads(json.dumps(a)), json.loads(json.dumps(b))
-        not_inspected.append(b["stats"].pop("inspected_lines") - a["stats"].pop("inspected_lines"))
-        assert a == b, name
-    assert min(not_inspected) >= 0 and sum(not_inspected) > 100
+        assert json.loads(json.dumps(a)) == b, name
 
 
 def test_lines_without_a_literal_skip_facts_and_rules_and_change_nothing(fixtures_dir, tmp_path, monkeypatch):
@@ -829,7 +791,7 @@ def test_lines_without_a_literal_skip_facts_and_rules_and_change_nothing(fixture
     with monkeypatch.context() as m:
         m.setattr(LogAuditor, "_line", spy)
         lean = [audit_bytes(data) for data in inputs] + [audit_path(str(bench))]
-    assert seen.count(False) > 100 and seen.count(True) > 500
+    assert seen.count(False) > 100 and seen.count(True) > 1000
     monkeypatch.setattr(LineScanner, "candidate", property(lambda self: True, lambda self, value: None), raising=False)
     full = [audit_bytes(data) for data in inputs] + [audit_path(str(bench))]
     for a, b in zip(lean, full):
