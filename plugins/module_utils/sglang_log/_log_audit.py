@@ -7,7 +7,7 @@
 The work is split by job, each in its own module:
 
 - ``sglang_log._scan``: bytes to lines with bounded memory, and the literal-search plan that hands on
-  only lines holding a key literal (a log of many GB is read at about the speed of grep);
+  only lines holding a key literal (the time grep takes to find the same literals, plus the parse of those lines);
 - ``sglang_log._records``: which program wrote a line (SGLang's own records, uvicorn, access lines, request
   echoes, bare lines), prefixes, ANSI codes, glued and flattened records;
 - ``sglang_log._lines``: the table of every line the audit keys on, with its SGLang source file;
