@@ -33,10 +33,12 @@ host-packages: ## Install the lab's host packages (debootstrap, systemd-nspawn, 
 	    prometheus; }
 
 setup: host-packages $(BIN)/ansible-playbook ## Install host packages, the venv and the dependency collections
-	tests/lab/bin/install-collections
-	tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv
-	tests/lab/bin/fetch-sglang-source $(ROOT)/.cache/sglang-0.5.16-source
-	tests/bin/make-oldest-venv $(LLMOPS_CACHE)/ansible-oldest-venv
+	@# Four independent installs, mostly downloads: at once, beside the longest (SGLang's venv); fails if any failed.
+	rc=0; tests/lab/bin/install-collections & c=$$!; \
+	  tests/lab/bin/fetch-sglang-source $(ROOT)/.cache/sglang-0.5.16-source & f=$$!; \
+	  tests/bin/make-oldest-venv $(LLMOPS_CACHE)/ansible-oldest-venv & o=$$!; \
+	  tests/lab/bin/make-sglang-venv $(ROOT)/.cache/sglang-venv || rc=$$?; \
+	  for pid in $$c $$f $$o; do wait $$pid || rc=$$?; done; exit $$rc
 
 lab: setup ## Boot a one-host lab (GPU profile $(LAB_PROFILE)) and run site.yml against it
 	$(LAB) down lab1 >/dev/null

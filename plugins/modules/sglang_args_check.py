@@ -266,7 +266,8 @@ def run_module(module):
         result["fp4"] = {key: plan[key] for key in ("nvfp4", "modules", "needs", "problems")}
         fp4_text = "".join("\n%s; fix: %s" % (p["problem"], p["fix"]) for p in plan["problems"])
     if (not result["valid"] or fp4_text) and module.params["fail_on_invalid"]:
-        module.fail_json(msg=(format_errors(result, python) if not result["valid"] else "FP4 kernels:") + fp4_text, python=python, **result)
+        module.fail_json(msg=(format_errors(result, python) if not result["valid"] else "FP4 kernels:") + fp4_text, python=python,
+                         cached=cached, **result)
     if result["valid"]:
         msg = "SGLang %s accepts all %d launch argument(s)" % (result["sglang_version"], len(args))
     else:

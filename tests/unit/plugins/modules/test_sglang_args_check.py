@@ -220,10 +220,11 @@ def test_a_corrupt_or_foreign_cache_entry_is_ignored(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
-def test_fp4_backends_are_checked_against_the_kernel_table_on_sm120(sglang_python, capsys):
+def test_fp4_backends_are_checked_against_the_kernel_table_on_sm120(sglang_python, capsys, tmp_path):
     """The reference unit's backends (cuDNN GEMM, FlashInfer CUTLASS MoE) have SM 12.0 kernels in SGLang 0.5.23;
-    the trtllm-gen MoE has none, which SGLang's parser accepts but the FP4 check refuses, naming the fix."""
-    gpu = {"gpu_capability": "12.0", "quant_algo": "NVFP4"}
+    the trtllm-gen MoE has none, which SGLang's parser accepts but the FP4 check refuses, naming the fix. The FP4 check
+    runs on a parse kept in cache_dir as on a fresh one."""
+    gpu = {"gpu_capability": "12.0", "quant_algo": "NVFP4", "cache_dir": str(tmp_path)}
     result, _out = run(dict({"python": sglang_python, "args": REFERENCE}, **gpu), capsys)
     assert not result.get("failed"), result.get("msg")
     assert result["fp4"]["nvfp4"] is True and result["fp4"]["problems"] == []
@@ -232,25 +233,26 @@ def test_fp4_backends_are_checked_against_the_kernel_table_on_sm120(sglang_pytho
 
     trtllm = with_flag(REFERENCE, "--moe-runner-backend", "flashinfer_trtllm")
     result, _out = run(dict({"python": sglang_python, "args": trtllm}, **gpu), capsys)
-    assert result["failed"] is True and result["valid"] is True
+    assert result["failed"] is True and result["valid"] is True and result["cached"] is False
     assert [(p["flag"], p["value"]) for p in result["fp4"]["problems"]] == [("--moe-runner-backend", "flashinfer_trtllm")]
     assert "no SM 12.0 kernels" in result["msg"] and "fix: use --moe-runner-backend flashinfer_cutlass" in result["msg"]
 
-    result, _out = run({"python": sglang_python, "args": trtllm}, capsys)
-    assert not result.get("failed") and "fp4" not in result
+    result, _out = run({"python": sglang_python, "args": trtllm, "cache_dir": str(tmp_path)}, capsys)
+    assert not result.get("failed") and "fp4" not in result and result["cached"] is True
 
 
-def test_the_hosts_nvcc_is_held_to_what_the_fp4_backends_need(sglang_python, capsys):
+def test_the_hosts_nvcc_is_held_to_what_the_fp4_backends_need(sglang_python, capsys, tmp_path):
     """The preflight's nvcc (12.8 here) against the reference unit's JIT modules: fp4_quantization_120f is built for
-    sm_120f, which nvcc 12.9 is the first to compile; prebuilt modules need no nvcc on the server."""
-    gpu = {"gpu_capability": "12.0", "quant_algo": "NVFP4"}
+    sm_120f, which nvcc 12.9 is the first to compile; prebuilt modules need no nvcc on the server. One parse, kept in
+    cache_dir: the host's nvcc is checked on every run, cached or not."""
+    gpu = {"gpu_capability": "12.0", "quant_algo": "NVFP4", "cache_dir": str(tmp_path)}
     result, _out = run(dict({"python": sglang_python, "args": REFERENCE, "nvcc": "12.8"}, **gpu), capsys)
-    assert result["failed"] is True and result["valid"] is True
+    assert result["failed"] is True and result["valid"] is True and result["cached"] is False
     assert "nvcc 12.8 is older than 12.9" in result["msg"] and "fix: install a CUDA toolkit 12.9 or newer" in result["msg"]
     assert "sglang_fp4_modules_prebuilt" in result["msg"]
     result, _out = run(dict({"python": sglang_python, "args": REFERENCE, "nvcc": "none"}, **gpu), capsys)
-    assert result["failed"] is True and "the host has no nvcc" in result["msg"]
+    assert result["failed"] is True and "the host has no nvcc" in result["msg"] and result["cached"] is True
     for passing in ({"nvcc": "12.9"}, {"nvcc": "none", "fp4_modules_prebuilt": True}):
         result, _out = run(dict({"python": sglang_python, "args": REFERENCE}, **dict(gpu, **passing)), capsys)
         assert not result.get("failed"), result.get("msg")
-        assert result["fp4"]["problems"] == []
+        assert result["fp4"]["problems"] == [] and result["cached"] is True
